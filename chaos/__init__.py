@@ -5,6 +5,6 @@ clients, and a checker.
 final state show), ``traces`` (what the brokers' and controllers' traces must never
 show), ``nemesis`` (a seeded schedule of faults), ``netns`` (network namespaces for
 real partitions), ``workload`` (the clients), ``faults`` (the schedule carried out on
-the cluster) and ``runner`` (a run end to end). ``chaos/README.md`` says what is
-injected today and what is not built yet.
+the cluster), ``runner`` (a run end to end) and ``timeline`` (a run's chart).
+``chaos/README.md`` says what is injected today and what is not built yet.
 """

@@ -10,6 +10,9 @@ faults with real clients, checks what they saw and prints a summary
 summary's notes say how).
 ``schedule --seed N`` prints the nemesis's schedule for a seed as JSON lines
 (:mod:`chaos.nemesis`): what a run with that seed would inject, without running it.
+``timeline RUN_DIR`` draws a run directory's ``timeline.svg`` again from its files
+(:mod:`chaos.timeline`: the faults per node, the operations' outcomes and the anomalies
+over time), as the runner drew it at the end of the run.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from .history import parse_final_state, parse_history
 from .nemesis import Options, Topology, parse_faults, schedule
 from .netns import unavailable
 from .runner import RunOptions, needs_network, refused, run
+from .timeline import redraw
 from .traces import TRACE_ANOMALY_KINDS, check_traces
 from .workload import CLIENT, CLIENTS
 
@@ -80,6 +84,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     )
     scheduling.add_argument("--brokers", default="1,2,3", help="broker ids")
     scheduling.add_argument("--controllers", default="", help="KRaft voter ids")
+    drawing = commands.add_parser("timeline", help="draw a run's timeline again")
+    drawing.add_argument("run_dir", help="the run's directory (history.jsonl, ...)")
     running = commands.add_parser("run", help="run a cluster through a seed's faults")
     running.add_argument("--seed", type=int, required=True)
     running.add_argument("--duration", type=float, default=120.0)
@@ -101,6 +107,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
         return _run(args, out, parser)
     if args.command == "schedule":
         return _schedule(args, out, parser)
+    if args.command == "timeline":
+        print(redraw(Path(args.run_dir)), file=out)
+        return 0
     return _check(args, out)
 
 

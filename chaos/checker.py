@@ -176,7 +176,10 @@ def _lost(ops: Sequence[Op], final: FinalState) -> list[Anomaly]:
             continue
         if op.value is not None and op.value not in values.get(op.tp, set()):
             read = readers.get((op.tp, op.value), set())
-            detail = f"value {op.value} acknowledged at offset {op.offset}, not in the final log"
+            detail = (
+                f"value {op.value} acknowledged at offset {op.offset}, "
+                "not in the final log"
+            )
             if read:
                 detail += f" (read by {_names(read)})"
             ops_ = (op.index, *sorted(read))
@@ -265,9 +268,10 @@ def _nonmonotonic_commits(ops: Sequence[Op]) -> list[Anomaly]:
                 if highest is None or _offset(earlier) > _offset(highest):
                     highest = earlier
             if highest is not None and _offset(op) < _offset(highest):
+                first, then = _offset(highest), _offset(op)
                 detail = (
-                    f"group {group!r} committed {_offset(highest)} (op {highest.index}), "
-                    f"then {_offset(op)} (op {op.index}), invoked after the first completed"
+                    f"group {group!r} committed {first} (op {highest.index}), "
+                    f"then {then} (op {op.index}), invoked after the first completed"
                 )
                 ops_ = (highest.index, op.index)
                 found.append(

@@ -12,9 +12,11 @@
    final state back, and check the history (:mod:`chaos.checker`) and the traces
    (:mod:`chaos.traces`).
 4. Write ``history.jsonl``, ``final.json``, ``faults.jsonl`` (the schedule as carried
-   out), ``summary.txt`` (printed too), and keep ``cluster/`` (its nodes' logs and
-   ``traces/``) to ``OUT``; the exit status is 1 on any anomaly, 2 if the run itself
-   went wrong (a worker died, a node crashed, the cluster never whole again).
+   out), ``summary.txt`` (printed too), ``timeline.svg`` (:mod:`chaos.timeline`: the
+   faults, the operations' outcomes and the anomalies over time), and keep
+   ``cluster/`` (its nodes' logs and ``traces/``) to ``OUT``; the exit status is 1 on
+   any anomaly, 2 if the run itself went wrong (a worker died, a node crashed, the
+   cluster never whole again).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from minikafka.broker.testing import ProcessCluster, free_ports
 from minikafka.trace import read_trace
 
+from . import timeline
 from .checker import ANOMALY_KINDS, AnomalyKind, check
 from .faults import INJECTED, NOT_INJECTED, PROCESS_KINDS, Injector
 from .history import Op, encode_final_state, format_history
@@ -222,6 +225,9 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
     )
     report = check(ops, final)
     traced = check_traces(read_trace(cluster.root / "traces"), ops)
+    faults = [r.to_json() for r in injector.done]
+    marks = timeline.anomaly_marks(ops, report.anomalies, traced)
+    timeline.save(out_dir / timeline.FILE, ops, faults, marks, title=out_dir.name)
     lines = _summary(opts, injector, ops, report.counts(), traced, notes, network)
     for anomaly in report.anomalies:
         where = f"{anomaly.topic}-{anomaly.partition}"

@@ -40,3 +40,7 @@ def test_a_seeded_kraft_run_through_kills_and_pauses_shows_no_anomaly(
     ops = parse_history((tmp_path / "history.jsonl").read_text().splitlines())
     done = {(op.kind, op.outcome) for op in ops}
     assert {("send", "ok"), ("poll", "ok"), ("commit", "ok")} <= done, summary
+    # The run's timeline chart is drawn, with a lane for each node a fault held.
+    timeline = (tmp_path / "timeline.svg").read_text()
+    for node in {n for f in faults for n in f["nodes"]}:
+        assert f"node {node}" in timeline

@@ -649,7 +649,11 @@ def consumer_group_heartbeat(rng: random.Random) -> Overrides:
                     rng.choice(NAMES) for _ in range(rng.choice((0, 3, 500)))
                 )
             },
-            {"subscribed_topic_regex": rng.choice(("", "(", ".*", "x" * 32767))},
+            {
+                "subscribed_topic_regex": rng.choice(
+                    ("", "(", ".*", "x" * 32767, "(a+)+$", "\\", "(?<=x)", "[[:^x:]]")
+                )
+            },
             {"server_assignor": rng.choice(("", "uniform", "sticky", "x" * 1000))},
             {"instance_id": rng.choice(("", "static")), "member_epoch": -2},
             {

@@ -1,5 +1,6 @@
 """KIP-848's group APIs on the wire: every advertised version of ConsumerGroupHeartbeat
-and ConsumerGroupDescribe answered, Kafka's error for an unknown server assignor, and
+and ConsumerGroupDescribe answered, Kafka's error for an unknown server assignor, an invalid
+regular expression and a fenced epoch, a member subscribed by regular expression, and
 ListGroups and DescribeGroups telling a consumer group from a classic one."""
 
 from __future__ import annotations
@@ -126,3 +127,73 @@ async def test_an_unknown_assignor_is_refused_and_the_group_is_typed(
         [group] = answer.groups
         assert group.error_code is ErrorCode.group_id_not_found
         assert group.error_message == "Group old-style is not a consumer group."
+
+
+async def test_a_regex_member_is_served_and_bad_input_gets_kafkas_errors(
+    tmp_path: Path,
+) -> None:
+    """On the wire (v1): a member subscribed by regular expression is assigned the
+    matching topic and ConsumerGroupDescribe shows its expression; a pattern RE2/J
+    refuses is INVALID_REGULAR_EXPRESSION with RE2/J's description, and a heartbeat with
+    an epoch the member does not have is FENCED_MEMBER_EPOCH; neither changes the
+    member, whose next heartbeat is answered."""
+    async with prepared(tmp_path) as broker:
+        client = await broker.client("kip848-regex")
+        member = uuid.uuid4().hex
+        fields = {"subscribed_topic_names": None}
+        joined = await heartbeat(
+            client,
+            1,
+            "cg-re",
+            member,
+            subscribed_topic_regex=TOPIC[:3] + ".*",
+            **fields,
+        )
+        assert joined.error_code is ErrorCode.none, joined
+        [owned] = joined.assignment.topic_partitions
+        assert sorted(owned.partitions) == [0, 1]
+        epoch = int(joined.member_epoch)
+        described = await client.call(
+            request_body(
+                DESCRIBE, 1, group_ids=("cg-re",), include_authorized_operations=False
+            )
+        )
+        [m] = described.groups[0].members
+        assert m.subscribed_topic_regex == TOPIC[:3] + ".*"
+
+        bad = await heartbeat(
+            client,
+            1,
+            "cg-re",
+            member,
+            member_epoch=epoch,
+            topic_partitions=None,
+            subscribed_topic_regex="(",
+            **fields,
+        )
+        assert bad.error_code is ErrorCode.invalid_regular_expression
+        assert bad.error_message == (
+            "SubscribedTopicRegex `(` is not a valid regular expression: "
+            "missing closing )."
+        )
+        fenced = await heartbeat(
+            client,
+            1,
+            "cg-re",
+            member,
+            member_epoch=epoch + 3,
+            topic_partitions=None,
+            **fields,
+        )
+        assert fenced.error_code is ErrorCode.fenced_member_epoch
+        again = await heartbeat(
+            client,
+            1,
+            "cg-re",
+            member,
+            member_epoch=epoch,
+            topic_partitions=None,
+            **fields,
+        )
+        assert again.error_code is ErrorCode.none
+        assert int(again.member_epoch) == epoch

@@ -184,6 +184,27 @@ def test_a_fenced_member_loses_its_partitions_and_rejoins_with_epoch_zero(
     )
 
 
+def test_an_assignment_naming_an_unknown_topic_is_asked_for_again_in_full() -> None:
+    """The guarantee: a partition of a topic the client's metadata did not yet know is
+    not lost for good. Its part of the assignment is left out, and the next heartbeat
+    carries the owned partitions, which makes the coordinator send the whole assignment
+    again, even though the resolved part changed nothing."""
+    m = member()
+    joined(m, TP0)
+    (hb,) = heartbeats(m, 1.0)
+    # The coordinator assigned TP0 and a partition of a topic still unknown: the shell
+    # hands over the resolved part, which is what the member owns already.
+    m.on_heartbeat_response(ErrorCode.none, "m-1", 2, 1000, (TP0,), 1.0)
+    m.assignment_unresolved()
+    (hb,) = heartbeats(m, 2.0)
+    assert hb.owned == (TP0,)
+    assert hb.subscribed_topic_names == ("t",)
+    # Without the call the member would send only what changed: nothing.
+    m.on_heartbeat_response(ErrorCode.none, "m-1", 2, 1000, (TP0,), 2.0)
+    (hb,) = heartbeats(m, 3.0)
+    assert hb.owned is None
+
+
 def test_after_another_error_the_next_heartbeat_sends_every_field_again() -> None:
     m = member()
     joined(m, TP0)

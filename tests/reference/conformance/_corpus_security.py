@@ -10,8 +10,9 @@ advertises, each as a client meets them on a PLAINTEXT listener with no authoriz
 - DescribeAcls, CreateAcls and DeleteAcls with no authorizer configured (Kafka's
   default, and the reference node's): SECURITY_DISABLED.
 - ConsumerGroupHeartbeat that can only fail (an unknown server assignor, a member epoch
-  from a member the group never had, a group id that is empty) and ConsumerGroupDescribe
-  of a group nobody made.
+  from a member the group never had, a group id that is empty, a regular expression
+  RE2/J does not compile) and ConsumerGroupDescribe of a group nobody made; OffsetFetch
+  v9's check of a consumer group's member id and epoch.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from minikafka.net import ApiKey
 
 from ._build import make
 from ._corpus_data import Case, each_version
+from ._fixtures import DATA
 from ._scenario import Scenario, Session
 
 _SCRAM_SHA_256 = 1
@@ -180,6 +182,55 @@ def _empty_group_id(s: Session, v: int) -> None:
     s.check(_heartbeat(v, ""))
 
 
+def _invalid_regex(s: Session, v: int) -> None:
+    """v1's SubscribedTopicRegex that RE2/J does not compile: INVALID_REGULAR_EXPRESSION
+    and RE2/J's description of the fault, for an unclosed group, a lookahead (Perl
+    syntax RE2/J refuses) and a backreference."""
+    for n, regex in enumerate(("conf-848-(", "conf(?=-848)", "(conf)\\1")):
+        body = _heartbeat(
+            v,
+            f"conf-848-v{v}-regex-{n}",
+            subscribed_topic_names=None,
+            subscribed_topic_regex=regex,
+        )
+        s.check(body, f"regex {regex}")
+
+
+def _fetch_as_member(s: Session, v: int) -> None:
+    """OffsetFetch v9 of a consumer group (KIP-848): the member's own epoch is
+    answered; an epoch that is not its current one is STALE_MEMBER_EPOCH, a member id
+    the group does not have UNKNOWN_MEMBER_ID, and no member id with epoch -1 (an
+    admin's fetch) is answered."""
+    group = f"conf-848-v{v}-fetch"
+    member = f"conf-848-fetcher-v{v}"
+    joined = s.call(
+        _heartbeat(1, group, member_id=member, subscribed_topic_names=[DATA])
+    )
+    epoch = int(joined.member_epoch)
+    for label, who, at in (
+        ("own epoch", member, epoch),
+        ("stale epoch", member, epoch + 1),
+        ("unknown member", "conf-848-nobody", epoch),
+        ("admin", None, -1),
+    ):
+        topics = [{"name": DATA, "partition_indexes": [0]}]
+        body = make(
+            ApiKey.OFFSET_FETCH,
+            v,
+            groups=[
+                {
+                    "group_id": group,
+                    "topics": topics,
+                    "member_id": who,
+                    "member_epoch": at,
+                }
+            ],
+            require_stable=False,
+        )
+        s.check(body, label)
+    s.call(_heartbeat(1, group, member_id=member, member_epoch=-1))
+
+
 def _describe_unknown_group(s: Session, v: int) -> None:
     s.check(
         make(
@@ -202,7 +253,9 @@ HEARTBEAT: dict[str, Case] = {
     "unknown-assignor": _unknown_assignor,
     "stranger-epoch": _stranger_epoch,
     "empty-group-id": _empty_group_id,
+    "invalid-regex": _invalid_regex,
 }
+HEARTBEAT_SINCE = {"invalid-regex": 1}  # SubscribedTopicRegex is v1's
 
 
 def scenarios() -> Iterator[Scenario]:
@@ -230,7 +283,16 @@ def scenarios() -> Iterator[Scenario]:
         ApiKey.DELETE_ACLS, "delete-acls", {"no-authorizer": _delete_acls}
     )
     yield from each_version(
-        ApiKey.CONSUMER_GROUP_HEARTBEAT, "consumer-group-heartbeat", HEARTBEAT
+        ApiKey.CONSUMER_GROUP_HEARTBEAT,
+        "consumer-group-heartbeat",
+        HEARTBEAT,
+        HEARTBEAT_SINCE,
+    )
+    yield from each_version(
+        ApiKey.OFFSET_FETCH,
+        "offset-fetch",
+        {"consumer-member-epoch": _fetch_as_member},
+        {"consumer-member-epoch": 9},  # the member id and epoch are v9's
     )
     yield from each_version(
         ApiKey.CONSUMER_GROUP_DESCRIBE,

@@ -2,9 +2,12 @@
 options): whether requests are authorized at all, and by whom.
 
 ``authorizer.class.name`` is empty by default, as in Kafka: no authorizer, every request
-allowed and the ACL APIs answer SECURITY_DISABLED. The one class minikafka builds is
-KRaft's ``org.apache.kafka.metadata.authorizer.StandardAuthorizer``; any other name
-stops start-up naming the key, as a class Kafka cannot load does.
+allowed and the ACL APIs answer SECURITY_DISABLED. The classes minikafka builds are
+KRaft's ``org.apache.kafka.metadata.authorizer.StandardAuthorizer`` and ZooKeeper mode's
+``kafka.security.authorizer.AclAuthorizer`` (Kafka 3.x), which decide alike; they differ
+in where the ACLs are kept, the metadata log or ZooKeeper, and a broker reads them from
+where its mode keeps them. Any other name stops start-up naming the key, as a class
+Kafka cannot load does.
 """
 
 from __future__ import annotations
@@ -18,13 +21,17 @@ from minikafka.security import parse_super_users
 
 AUTHORIZER_CLASS_NAME = "authorizer.class.name"
 STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+ACL_AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
+"""ZooKeeper mode's authorizer in Kafka 3.x (ACLs under ``/kafka-acl``)."""
+AUTHORIZERS = (STANDARD_AUTHORIZER, ACL_AUTHORIZER)
 
 
 def _authorizer_class(key: str, value: str) -> str:
     name = value.strip()
-    if name not in ("", STANDARD_AUTHORIZER):
+    if name not in ("", *AUTHORIZERS):
         raise ConfigError(
-            key, f"class {name} is not available (only {STANDARD_AUTHORIZER} is built)"
+            key,
+            f"class {name} is not available (only {' and '.join(AUTHORIZERS)} are built)",
         )
     return name
 
@@ -45,7 +52,7 @@ class AuthorizerSettings:
 
     @property
     def enabled(self) -> bool:
-        return self.authorizer_class_name == STANDARD_AUTHORIZER
+        return self.authorizer_class_name in AUTHORIZERS
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> AuthorizerSettings:
@@ -58,7 +65,9 @@ AUTHORIZER_CONFIG = ConfigDef(
             AUTHORIZER_CLASS_NAME,
             _authorizer_class,
             "authorizer_class_name",
-            doc="Empty: no authorizer. " + STANDARD_AUTHORIZER + ": ACLs are checked.",
+            doc="Empty: no authorizer. "
+            + " or ".join(AUTHORIZERS)
+            + ": ACLs are checked.",
         ),
         ConfigKey(
             "super.users",

@@ -126,6 +126,7 @@ async def handle_consumer_group_heartbeat(
         owned=_owned(cache, body.topic_partitions),
         topics=counts,
         topic_ids=ids,
+        metadata_version=cache.image.offset,
         client_id=request.header.client_id or "",
         client_host=client_host(request.connection_id),
         version=request.api_version,
@@ -222,7 +223,7 @@ async def handle_consumer_group_describe(
                     subscribed_topic_names=tuple(
                         sorted(subscription.subscribed_topic_names)
                     ),
-                    subscribed_topic_regex=None,
+                    subscribed_topic_regex=subscription.subscribed_topic_regex,
                     assignment=build(
                         assignment_cls,
                         topic_partitions=_by_topic(

@@ -157,9 +157,9 @@ async def handle_offset_fetch(
     again.
     From v8 (KIP-709) a request asks for several groups, each answered on its own, as
     an admin client listing many groups' offsets does; v9's member id and epoch are the
-    KIP-848 protocol's, which a classic group does not check (as in Kafka).
-    With an authorizer (Kafka's ``handleOffsetFetchRequest``) each group needs DESCRIBE
-    (a single group's is asked before, in ``._request_authz``), and each topic:
+    KIP-848 protocol's: a consumer group checks them, a classic group does not (as in
+    Kafka). With an authorizer (Kafka's ``handleOffsetFetchRequest``) each group needs
+    DESCRIBE (a single group's is asked before, in ``._request_authz``), and each topic:
     one asked by name is answered TOPIC_AUTHORIZATION_FAILED, and of every committed
     partition only those of describable topics are listed."""
     body = request.body_as(OFFSET_FETCH)
@@ -195,6 +195,8 @@ async def handle_offset_fetch(
                 topic_cls,
                 bool(body.require_stable),
                 may_describe,
+                getattr(group, "member_id", None),
+                int(getattr(group, "member_epoch", -1)),
             )
             groups.append(
                 build(
@@ -228,6 +230,8 @@ def _offsets_of(
     topic_cls: type[Entity],
     require_stable: bool,
     may_describe: Callable[[str], bool] | None = None,
+    member_id: str | None = None,
+    member_epoch: int = -1,
 ) -> tuple[ErrorCode, tuple[Entity, ...]]:
     """One group's answer: its error, and its committed offsets by topic (``asked``:
     the partitions asked for by topic, None for every committed one). With
@@ -248,6 +252,8 @@ def _offsets_of(
             TopicPartition(n, i) for n, ids in wanted for i in ids if n not in refused
         ],
         require_stable,
+        member_id,
+        member_epoch,
     )
     committed = dict(answer.offsets)
     group_error = answer.error_code

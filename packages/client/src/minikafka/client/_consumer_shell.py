@@ -85,6 +85,7 @@ from ._group_wire import (
     group_request_body,
     heartbeat_assignment,
     heartbeat_body,
+    names_unknown_topic,
     topic_ids_from,
     topic_ids_request,
 )
@@ -403,14 +404,10 @@ class ConsumerShell:
                     ids = {name: i for i, name in self._topic_names.items()}
                 body = heartbeat_body(request, ids)
             response = await (self.group_client or self.client).send(node, body)
-            if isinstance(response, ConsumerGroupHeartbeatResponse):
-                assignment = response.assignment
-                unknown = assignment is not None and any(
-                    t.topic_id not in self._topic_names
-                    for t in assignment.topic_partitions
-                )
-                if unknown:
-                    await self._learn_topic_ids(self.fetcher.subscriptions.subscription)
+            if isinstance(
+                response, ConsumerGroupHeartbeatResponse
+            ) and names_unknown_topic(response, self._topic_names):
+                await self._learn_topic_ids(self.fetcher.subscriptions.subscription)
         except ClientError as exc:
             _logger.info("%s failed: %s", type(request).__name__, exc)
             with self.lock:
@@ -477,6 +474,7 @@ class ConsumerShell:
         elif isinstance(response, ConsumerGroupHeartbeatResponse):
             assert isinstance(coordinator, ConsumerProtocolMember)
             assignment = heartbeat_assignment(response, self._topic_names)
+            unresolved = names_unknown_topic(response, self._topic_names)
             coordinator.on_heartbeat_response(
                 int(response.error_code),
                 response.member_id,
@@ -486,6 +484,8 @@ class ConsumerShell:
                 now,
                 response.error_message,
             )
+            if unresolved:
+                coordinator.assignment_unresolved()
             if coordinator.fatal is not None and not self._fatal_reported:
                 # Kafka's consumer raises this from poll: the member will not go on.
                 self._fatal_reported = True

@@ -123,6 +123,15 @@ def heartbeat_assignment(
     )
 
 
+def names_unknown_topic(
+    response: ConsumerGroupHeartbeatResponse, names: Mapping[uuid.UUID, str]
+) -> bool:
+    """Whether the answer's assignment names a topic id the metadata does not know."""
+    return response.assignment is not None and any(
+        t.topic_id not in names for t in response.assignment.topic_partitions
+    )
+
+
 def topic_ids_request(topics: Iterable[str]) -> MetadataRequest:
     """Metadata v12 for ``topics``: the consumer protocol names topics by id."""
     return MetadataRequest(

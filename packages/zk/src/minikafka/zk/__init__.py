@@ -3,8 +3,10 @@
 A real ZooKeeper server from Debian's package (:class:`ZooKeeperServer`), kazoo driven
 from trio (:class:`ZkClient`: watches and session changes on one channel, as Kafka's
 controller takes them on its single event queue), and Kafka's znodes with the JSON Kafka
-writes in them (:mod:`._znodes`), and a topic's or a broker's config changes with the
-notifications every broker follows (:mod:`._config_changes`).
+writes in them (:mod:`._znodes`), a topic's or a broker's config changes with the
+notifications every broker follows (:mod:`._config_changes`), and the SCRAM credentials
+and ACLs of Kafka 3.x's ZooKeeper mode (:mod:`._security_znodes`,
+:mod:`._security_store`).
 
 Its command, ``python -m minikafka.zk`` and ``minikafka zookeeper``, is the typer app of
 :mod:`minikafka.zk.cli`, a public module this package does not import, so that a broker
@@ -54,6 +56,31 @@ from ._election import active_controller as active_controller
 from ._election import controller_epoch as controller_epoch
 from ._election import register_broker as register_broker
 from ._election import try_to_elect as try_to_elect
+from ._security_store import ResourcePatternAcls as ResourcePatternAcls
+from ._security_store import acl_ops as acl_ops
+from ._security_store import read_acl_changes as read_acl_changes
+from ._security_store import read_acls as read_acls
+from ._security_store import read_all_acls as read_all_acls
+from ._security_store import (
+    read_all_scram_credentials as read_all_scram_credentials,
+)
+from ._security_store import read_user_config as read_user_config
+from ._security_store import user_config_ops as user_config_ops
+from ._security_znodes import ACL_CHANGE_PREFIX as ACL_CHANGE_PREFIX
+from ._security_znodes import ACL_CHANGES as ACL_CHANGES
+from ._security_znodes import EXTENDED_ACL_CHANGES as EXTENDED_ACL_CHANGES
+from ._security_znodes import LITERAL_ACL_CHANGES as LITERAL_ACL_CHANGES
+from ._security_znodes import USERS_ENTITY as USERS_ENTITY
+from ._security_znodes import acl_path as acl_path
+from ._security_znodes import decode_acls as decode_acls
+from ._security_znodes import decode_scram_credential as decode_scram_credential
+from ._security_znodes import desanitize as desanitize
+from ._security_znodes import encode_acl_change as encode_acl_change
+from ._security_znodes import encode_acls as encode_acls
+from ._security_znodes import encode_scram_credential as encode_scram_credential
+from ._security_znodes import sanitize as sanitize
+from ._security_znodes import scram_credentials as scram_credentials
+from ._security_znodes import user_config_path as user_config_path
 from ._server import INSTALL as INSTALL
 from ._server import ZooKeeperError as ZooKeeperError
 from ._server import ZooKeeperServer as ZooKeeperServer

@@ -69,11 +69,17 @@ class ConfigChangeCursor:
     in number order handles the changes in the order they were written."""
 
     last: int = -1
+    prefix: str = CONFIG_CHANGE_PREFIX
+    """The notifications' names before their number (ACL changes': ``acl_changes_``)."""
 
     def skip_existing(self, children: Iterable[str]) -> None:
         """Start after the newest notification there is (a broker starting up reads a
         topic's config when it first hosts the topic: older changes are in it)."""
-        numbers = [n for c in children if (n := config_change_number(c)) is not None]
+        numbers = [
+            n
+            for c in children
+            if (n := config_change_number(c, self.prefix)) is not None
+        ]
         self.last = max([self.last, *numbers])
 
     def new(self, children: Iterable[str]) -> list[tuple[int, str]]:
@@ -81,7 +87,7 @@ class ConfigChangeCursor:
         found = [
             (n, c)
             for c in children
-            if (n := config_change_number(c)) is not None and n > self.last
+            if (n := config_change_number(c, self.prefix)) is not None and n > self.last
         ]
         return sorted(found)
 
@@ -235,11 +241,12 @@ async def purge_expired_config_changes(
     created_ms: Mapping[str, int],
     now_ms: int,
     expiration_ms: int = CONFIG_CHANGE_EXPIRATION_MS,
+    parent: str = CONFIG_CHANGES,
 ) -> list[str]:
-    """Delete the notifications older than ``expiration_ms`` (every broker does, so one
-    may find it gone already)."""
+    """Delete the notifications under ``parent`` older than ``expiration_ms`` (every
+    broker does, so one may find it gone already)."""
     gone = expired(created_ms, now_ms, expiration_ms)
     for child in gone:
         with contextlib.suppress(NoNodeError):
-            await zk.delete(f"{CONFIG_CHANGES}/{child}")
+            await zk.delete(f"{parent}/{child}")
     return gone

@@ -147,10 +147,10 @@ def decode_config_change(path: str, data: bytes) -> tuple[str, str]:
     raise ZnodeError(f"{path}: unknown notification version {version!r}")
 
 
-def config_change_number(child: str) -> int | None:
-    """The sequence number of ``config_change_0000000042`` (42); None for a child that is
-    not a notification."""
-    digits = child.removeprefix(CONFIG_CHANGE_PREFIX)
+def config_change_number(child: str, prefix: str = CONFIG_CHANGE_PREFIX) -> int | None:
+    """The sequence number of ``config_change_0000000042`` (42), or of another
+    notification named ``<prefix><number>``; None for a child that is not one."""
+    digits = child.removeprefix(prefix)
     if digits == child or not digits.isdigit():
         return None
     return int(digits)

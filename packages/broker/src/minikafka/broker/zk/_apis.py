@@ -13,8 +13,10 @@ reused as they are. What differs:
 A broker's own requests to the controller (:class:`ZkControllerChannel`) go to its own
 controller shell when it is the controller, and otherwise to the broker UpdateMetadata
 named as the controller, over the inter-broker listener; except what a broker writes to
-ZooKeeper itself, as Kafka 2.8's do: the creation of ``__consumer_offsets``, and a
-client's config changes (IncrementalAlterConfigs, AlterConfigs: :mod:`._config_changes`).
+ZooKeeper itself, as Kafka 2.8's do: the creation of ``__consumer_offsets``, a
+client's config changes (IncrementalAlterConfigs, AlterConfigs: :mod:`._config_changes`),
+and, as Kafka 3.x's do, SCRAM credentials (AlterUserScramCredentials) and ACLs
+(CreateAcls, DeleteAcls: :mod:`._security`).
 """
 
 from __future__ import annotations
@@ -29,12 +31,15 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.controller import (
     AlterConfigsRequest,
+    AlterUserScramCredentialsRequest,
     ControllerError,
     ControllerRequest,
     ControllerResponse,
     CreatableTopicResult,
+    CreateAclsRequest,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteAclsRequest,
     IncrementalAlterConfigsRequest,
 )
 from minikafka.controller.zk import (
@@ -66,21 +71,13 @@ from .._metadata_cache import INTERNAL_TOPICS
 from ._config_changes import alter_configs_in_zookeeper
 from ._controller_shell import ZkControllerShell
 from ._metadata import ZkBrokerMetadata
+from ._security import write_security_change
 from ._wire import controlled_shutdown_response, from_wire
 
-KRAFT_ONLY: frozenset[int] = frozenset(
-    {
-        ApiKey.DESCRIBE_QUORUM,
-        ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS,
-        ApiKey.ALTER_USER_SCRAM_CREDENTIALS,
-        ApiKey.DESCRIBE_ACLS,
-        ApiKey.CREATE_ACLS,
-        ApiKey.DELETE_ACLS,
-    }
-)
-"""What a ZooKeeper-mode broker does not offer: there is no metadata quorum, and SCRAM
-credentials and ACLs live in the metadata log only (ZooKeeper's ``/config/users`` and
-``/kafka-acl`` are not read)."""
+KRAFT_ONLY: frozenset[int] = frozenset({ApiKey.DESCRIBE_QUORUM})
+"""What a ZooKeeper-mode broker does not offer: there is no metadata quorum. SCRAM
+credentials and ACLs are served, from ZooKeeper's ``/config/users`` and ``/kafka-acl``
+(:mod:`._security`)."""
 
 
 class ZkBrokerNode(Protocol):
@@ -108,6 +105,12 @@ class ZkControllerChannel:
         if isinstance(request, IncrementalAlterConfigsRequest | AlterConfigsRequest):
             # Kafka 2.8's brokers change configs in ZooKeeper themselves.
             return await alter_configs_in_zookeeper(self.shell.zk, request)
+        if isinstance(
+            request,
+            AlterUserScramCredentialsRequest | CreateAclsRequest | DeleteAclsRequest,
+        ):
+            # Kafka 3.x's ZooKeeper-mode brokers write credentials and ACLs themselves.
+            return await write_security_change(self.shell.zk, request)
         if self.shell.active:
             return await self.shell.submit(request)
         if isinstance(request, CreateTopicsRequest) and all(

@@ -47,6 +47,7 @@ from minikafka.zk import (
     CONFIG_CHANGE_EXPIRATION_MS,
     CONFIG_CHANGES,
     TOPICS_ENTITY,
+    USERS_ENTITY,
     ConfigChangeCursor,
     ZkClient,
     alter_broker_config,
@@ -118,9 +119,9 @@ class DynamicConfigManager:
     """Follows ``/config/changes`` for one broker: :meth:`notify` when its children
     watch fires (or the session is back: a watch may have been lost), and :meth:`run`
     handles every notification not handled yet, in order, calling ``on_topic_config``
-    with each topic named and ``on_broker_config`` with each broker resource named
+    with each topic named, ``on_broker_config`` with each broker resource named
     (``""`` for ``brokers/<default>``, else the id: every broker's, the listener
-    decides which it follows).
+    decides which it follows) and ``on_user_config`` with each user named.
 
     A notification whose handling fails because ZooKeeper cannot be reached is not
     marked handled: it is handled again at the next notification or reconnection
@@ -133,6 +134,10 @@ class DynamicConfigManager:
     on_broker_config: Callable[[str], Awaitable[None]] = attrs.field(
         default=_ignore, kw_only=True
     )
+    on_user_config: Callable[[str], Awaitable[None]] = attrs.field(
+        default=_ignore, kw_only=True
+    )
+    """A user's config changed (its sanitized name): its SCRAM credentials."""
     expiration_ms: int = CONFIG_CHANGE_EXPIRATION_MS
     clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)
     """Wall-clock milliseconds, as ZooKeeper stamps a znode's creation."""
@@ -186,8 +191,10 @@ class DynamicConfigManager:
 
     async def _handle(self, kind: str, name: str) -> None:
         """One notification's entity to its listener (other entity types, clients'
-        and users' quotas, have none here)."""
+        quotas, have none here)."""
         if kind == TOPICS_ENTITY:
             await self.on_topic_config(name)
         elif kind == BROKERS_ENTITY:
             await self.on_broker_config(broker_resource(name))
+        elif kind == USERS_ENTITY:
+            await self.on_user_config(name)

@@ -75,6 +75,7 @@ from minikafka.replication import (
 )
 from minikafka.trace import Tracer, get_tracer
 from minikafka.zk import (
+    ACL_CHANGES,
     CONFIG_CHANGES,
     SESSION_CONNECTED,
     SESSION_LOST,
@@ -95,11 +96,13 @@ from .._local_replicas import LoggingFaultHandler, apply_replica_changes
 from .._meta_properties import check_and_write_zk_meta, new_cluster_id
 from .._metadata_cache import MetadataCache
 from .._replica_fetchers import ReplicaFetcherManager
+from .._scram_apis import image_scram_lookup
 from ._apis import ZkControllerChannel, ZkKafkaApis
 from ._config_changes import DynamicConfigManager
 from ._config_handlers import ZkConfigHandlers
 from ._controller_shell import ZkControllerShell
 from ._metadata import ZkBrokerMetadata
+from ._security import ZkSecuritySource
 from ._wire import leader_and_isr_response, stop_replica_response
 
 _logger = logging.getLogger("minikafka.broker")
@@ -135,6 +138,8 @@ class ZkBrokerServer:
     config_changes: DynamicConfigManager = attrs.field(init=False)
     """Follows ``/config/changes``: each topic's or broker's config change, applied
     here."""
+    security: ZkSecuritySource = attrs.field(init=False)
+    """The SCRAM credentials and ACLs ZooKeeper holds, kept in the image."""
 
     def __attrs_post_init__(self) -> None:
         self.configs = ZkConfigHandlers(
@@ -146,11 +151,18 @@ class ZkBrokerServer:
             self._publish,
             self.config.broker.zookeeper_session_timeout_ms / 1000,
         )
+        self.security = ZkSecuritySource(
+            self.zk,
+            self.metadata,
+            lambda: self.metadata_cache.update(self.metadata.image),
+            self.metadata_faults,
+        )
         self.config_changes = DynamicConfigManager(
             self.zk,
             self.configs.on_topic_config_change,
             self.metadata_faults,
             on_broker_config=self.configs.on_broker_config_change,
+            on_user_config=self.security.on_user_config_change,
         )
 
     @classmethod
@@ -230,7 +242,9 @@ class ZkBrokerServer:
             shell,
             channel,
             apis,
-            SocketServer(config.net, apis, tracer=tracer),
+            SocketServer(
+                config.net, apis, tracer=tracer, scram_lookup=image_scram_lookup(cache)
+            ),
             tracer,
         )
         apis.node = server
@@ -280,13 +294,17 @@ class ZkBrokerServer:
                 await nursery.start(self.apis.run)
                 await nursery.start(self.shell.run)
                 await nursery.start(self.channel.remote.run)
-                await nursery.start(self.socket_server.serve)
-                self.apis.ready.set()  # the controller's first requests may come at once
                 # Before the controller knows this broker (it would send LeaderAndIsr,
                 # whose topics' configs are read then): every change after that read is
                 # a notification this broker handles.
                 await self.config_changes.start()
                 await nursery.start(self.config_changes.run)
+                # Before any client connects: the credentials SASL listeners check and
+                # the ACLs the authorizer reads.
+                await self.security.start()
+                await nursery.start(self.security.run)
+                await nursery.start(self.socket_server.serve)
+                self.apis.ready.set()  # the controller's first requests may come at once
                 # The dynamic broker configs before any partition is hosted here: a
                 # restarted broker's topics start with them.
                 await self.configs.load_broker_configs()
@@ -372,6 +390,8 @@ class ZkBrokerServer:
         match event:
             case WatchFired(_, path) if path == CONFIG_CHANGES:
                 self.config_changes.notify()
+            case WatchFired(_, path) if path in ACL_CHANGES:
+                self.security.notify()
             case WatchFired():
                 self.shell.watch_fired(event)
             case SessionChanged(state) if state == SESSION_SUSPENDED:
@@ -387,6 +407,7 @@ class ZkBrokerServer:
                 session.lost = session.suspended = False
                 self.shell.elect()
                 self.config_changes.notify()  # the old session's watch is gone
+                self.security.notify()
             case SessionChanged(state) if (
                 state == SESSION_CONNECTED and session.suspended
             ):
@@ -394,6 +415,7 @@ class ZkBrokerServer:
                 session.suspended = False
                 self.shell.reconnected()
                 self.config_changes.notify()
+                self.security.notify()
 
     async def _controlled_shutdown(self, grace: float) -> None:
         """Kafka 2.8's controlled shutdown: ask the controller to move this broker's

@@ -25,6 +25,7 @@ from minikafka.common import TopicPartition
 
 from ._current_assignment import ConsumerGroupMember, partition_owners
 from ._member_state import MemberState
+from ._regex_subscriptions import RegexSubscriptions
 from ._target_assignment import MemberSubscription
 
 __all__ = [
@@ -74,6 +75,8 @@ class ConsumerGroup:
     """The assignor the last target was computed with."""
     topic_ids: dict[str, uuid.UUID] = attrs.field(factory=dict)
     """The subscribed topics' ids, which the records name them by."""
+    regex: RegexSubscriptions = attrs.field(factory=RegexSubscriptions)
+    """The members' regular expressions, resolved (``_regex_subscriptions.py``)."""
 
     @property
     def state(self) -> ConsumerGroupState:

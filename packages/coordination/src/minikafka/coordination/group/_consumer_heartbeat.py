@@ -5,12 +5,15 @@ One request does everything a classic member needs four for. A member joins with
 0 and its subscription, heartbeats with its epoch (and, when it changed, what it owns),
 and leaves with epoch -1 (-2: a static member that will be back). Each heartbeat:
 
-1. checks the request's fields (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR) and the group's
+1. checks the request's fields (INVALID_REQUEST, UNSUPPORTED_ASSIGNOR,
+   INVALID_REGULAR_EXPRESSION for a pattern RE2/J would refuse) and the group's
    kind (a classic group with members is not a consumer group: GROUP_ID_NOT_FOUND);
 2. finds or creates the member (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH for an epoch
    that is neither its current one nor, after a lost answer, its previous one);
-3. folds the member's subscription in; if it changed who should read what, the group
-   epoch moves and the target is computed again (``build_target_assignment``);
+3. folds the member's subscription in (its topic names, and the topics its regular
+   expression resolves to, ``_regex_subscriptions.py``); if it changed who should read
+   what, the group epoch moves and the target is computed again
+   (``build_target_assignment``);
 4. takes one step of the member towards its target (``_current_assignment.heartbeat``)
    and answers with its epoch, its partitions and ``group.consumer.heartbeat.interval.ms``.
 
@@ -39,6 +42,7 @@ from ._current_assignment import epoch_is_valid, expire, heartbeat, new_member
 from ._group import GroupMetadata
 from ._group_state import GroupState
 from ._member_state import Step
+from ._regex_subscriptions import expand, regex_error_message, used_regexes
 from ._target_assignment import (
     MemberSubscription,
     build_target_assignment,
@@ -53,6 +57,7 @@ __all__ = [
     "ConsumerGroupHeartbeatResponse",
     "ConsumerGroupManager",
     "consumer_offset_commit_error",
+    "consumer_offset_fetch_error",
 ]
 
 SERVER_ASSIGNORS: Mapping[str, ConsumerGroupPartitionAssignor] = {
@@ -83,6 +88,8 @@ class ConsumerGroupHeartbeatRequest:
     owned: frozenset[TopicPartition] | None = None
     topics: Mapping[str, int] = attrs.field(factory=dict)
     topic_ids: Mapping[str, uuid.UUID] = attrs.field(factory=dict)
+    metadata_version: int = -1
+    """The version (log offset) of the metadata ``topics`` is read from."""
     client_id: str = ""
     client_host: str = ""
     version: int = 1
@@ -128,11 +135,6 @@ def request_error(
                 "SubscribedTopicNames or SubscribedTopicRegex must be set in first "
                 "request."
             )
-    # An empty regex means "no regex" (how a member drops one, and what librdkafka
-    # sends beside topic names).
-    if r.subscribed_topic_regex:
-        # not built: said so in COMPAT.md; refused rather than silently ignored
-        return _invalid("SubscribedTopicRegex is not supported by this broker.")
     if r.server_assignor is not None and r.server_assignor not in assignors:
         return ConsumerGroupHeartbeatResponse(
             ErrorCode.unsupported_assignor,
@@ -155,6 +157,8 @@ class ConsumerGroupManager:
         self, r: ConsumerGroupHeartbeatRequest, now: float
     ) -> ConsumerGroupHeartbeatResponse:
         refused = request_error(r, self.config.group_consumer_assignors)
+        if refused is None:
+            refused = self._regex_error(r)
         if refused is not None:
             return refused
         classic = self.classic.get(r.group_id)
@@ -177,6 +181,31 @@ class ConsumerGroupManager:
         if r.member_epoch in (LEAVE_EPOCH, STATIC_LEFT_EPOCH):
             return self._leave(group, r)
         return self._heartbeat(group, r, now)
+
+    def _regex_error(
+        self, r: ConsumerGroupHeartbeatRequest
+    ) -> ConsumerGroupHeartbeatResponse | None:
+        """INVALID_REGULAR_EXPRESSION for an expression new to the group that RE2/J
+        would refuse (Kafka compiles one when no member uses it yet). Checked before
+        anything changes; a request the member checks refuse is left to them."""
+        regex = r.subscribed_topic_regex
+        if not regex or r.member_epoch in (LEAVE_EPOCH, STATIC_LEFT_EPOCH):
+            return None
+        group = self.groups.get(r.group_id)
+        if group is not None:
+            if regex in used_regexes(group.subscriptions):
+                return None
+            member = group.members.get(r.member_id)
+            if r.member_epoch != 0 and (
+                member is None or not epoch_is_valid(member, r.member_epoch, r.owned)
+            ):
+                return None
+        message = regex_error_message(regex)
+        if message is None:
+            return None
+        return ConsumerGroupHeartbeatResponse(
+            ErrorCode.invalid_regular_expression, message
+        )
 
     def _leave(
         self, group: ConsumerGroup, r: ConsumerGroupHeartbeatRequest
@@ -276,10 +305,17 @@ class ConsumerGroupManager:
             r.server_assignor
             if r.server_assignor is not None
             else before.server_assignor,
+            # "" drops the expression; None leaves it as it was
+            before.subscribed_topic_regex
+            if r.subscribed_topic_regex is None
+            else r.subscribed_topic_regex or None,
         )
         subscriptions = {**group.subscriptions, member_id: updated}
-        metadata = subscription_metadata(subscriptions, r.topics)
-        if epoch_bumps(group.subscriptions, subscriptions, group.metadata, metadata):
+        old = expand(group.subscriptions, group.regex.resolved)
+        group.regex.refresh(subscriptions, r.topics, now, r.metadata_version)
+        new = expand(subscriptions, group.regex.resolved)
+        metadata = subscription_metadata(new, r.topics)
+        if epoch_bumps(old, new, group.metadata, metadata):
             group.group_epoch += 1
         group.subscriptions = subscriptions
         group.metadata = metadata
@@ -327,7 +363,7 @@ class ConsumerGroupManager:
         result = build_target_assignment(
             group_epoch=group.group_epoch,
             assignor=SERVER_ASSIGNORS[name],
-            subscriptions=group.subscriptions,
+            subscriptions=expand(group.subscriptions, group.regex.resolved),
             current_target=group.target,
             topics=group.metadata,
         )
@@ -340,7 +376,10 @@ class ConsumerGroupManager:
         new target (their partitions' other owner is gone)."""
         group.remove(member_id)
         group.group_epoch += 1
-        group.metadata = subscription_metadata(group.subscriptions, group.metadata)
+        # its expression goes with it if no other member uses it
+        group.regex.forget_unused(group.subscriptions)
+        subscriptions = expand(group.subscriptions, group.regex.resolved)
+        group.metadata = subscription_metadata(subscriptions, group.metadata)
         self._assign(group)
 
     # --- deadlines ------------------------------------------------------------------------
@@ -365,19 +404,37 @@ def member_deadline(group: ConsumerGroup, member_id: str) -> float | None:
 def consumer_offset_commit_error(
     group: ConsumerGroup, member_id: str, member_epoch: int, api_version: int
 ) -> ErrorCode:
-    """Kafka's ``ConsumerGroup.validateOffsetCommit``: a commit by generation -1 is an
-    admin's or a simple consumer's, allowed while the group is empty; otherwise the
-    member must be known and send its current member epoch as the generation id, with
-    OffsetCommit v9+ (older versions cannot speak for a consumer-protocol member)."""
-    if member_epoch < 0 and not member_id and not group.members:
+    """Kafka's ``ConsumerGroup.validateOffsetCommit``: a commit with a negative
+    generation is an admin's or a simple consumer's, allowed while the group is empty;
+    otherwise the member must be known (UNKNOWN_MEMBER_ID), use OffsetCommit v9+ (older
+    versions cannot speak for a consumer-protocol member: UNSUPPORTED_VERSION) and send
+    its current member epoch as the generation id (STALE_MEMBER_EPOCH otherwise, older
+    or newer alike)."""
+    if member_epoch < 0 and not group.members:
         return ErrorCode.none
     member = group.members.get(member_id)
     if member is None:
         return ErrorCode.unknown_member_id
     if api_version < 9:
         return ErrorCode.unsupported_version
-    if member_epoch > member.member_epoch:
-        return ErrorCode.fenced_member_epoch
-    if member_epoch < member.member_epoch:
+    if member_epoch != member.member_epoch:
+        return ErrorCode.stale_member_epoch
+    return ErrorCode.none
+
+
+def consumer_offset_fetch_error(
+    group: ConsumerGroup, member_id: str | None, member_epoch: int
+) -> ErrorCode:
+    """Kafka's ``ConsumerGroup.validateOffsetFetch`` (OffsetFetch v9): a request with
+    no member id and a negative epoch is an admin's (or an older client's) and is
+    answered; a member must be known (UNKNOWN_MEMBER_ID) and send its current member
+    epoch (STALE_MEMBER_EPOCH), so a member that was fenced does not start from
+    offsets it may no longer own."""
+    if member_id is None and member_epoch < 0:
+        return ErrorCode.none
+    member = group.members.get(member_id or "")
+    if member is None:
+        return ErrorCode.unknown_member_id
+    if member_epoch != member.member_epoch:
         return ErrorCode.stale_member_epoch
     return ErrorCode.none

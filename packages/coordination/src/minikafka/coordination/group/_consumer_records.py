@@ -1,6 +1,6 @@
 """A consumer group's records in ``__consumer_offsets`` (KIP-848), as Kafka writes them.
 
-Kafka's group coordinator keeps a consumer group as six kinds of record, each keyed so
+Kafka's group coordinator keeps a consumer group as seven kinds of record, each keyed so
 that compaction keeps the latest of each (the key's int16 version is the record type,
 as for the classic records in ``_offsets_records.py``; every key is non-flexible v0 of
 strings, every value an int16 version 0 and a flexible body: compact strings and
@@ -17,6 +17,8 @@ type  key                                         value
 7     ConsumerGroupTargetAssignmentMember         the member's target, by topic id
 8     ConsumerGroupCurrentMemberAssignment        member epoch, previous epoch, state,
                                                   assigned and pending-revocation
+16    ConsumerGroupRegularExpression (group,      the topics it resolved to, the metadata
+      regular expression)                         version and time (``_regex_subscriptions``)
 ====  ==========================================  ==========================================
 
 :func:`group_records` is a group's whole state as those records; a write is the
@@ -41,6 +43,11 @@ from ._consumer_group import ConsumerGroup, MemberInfo
 from ._current_assignment import ConsumerGroupMember
 from ._member_state import MemberState
 from ._offsets_records import _Reader
+from ._regex_subscriptions import (
+    REGULAR_EXPRESSION,
+    ResolvedRegularExpression,
+    regex_records,
+)
 from ._target_assignment import MemberSubscription
 
 __all__ = [
@@ -53,7 +60,7 @@ __all__ = [
 
 GROUP_METADATA, PARTITION_METADATA, MEMBER_METADATA = 3, 4, 5
 TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT = 6, 7, 8
-CONSUMER_RECORD_TYPES = range(3, 9)
+CONSUMER_RECORD_TYPES = frozenset((*range(3, 9), REGULAR_EXPRESSION))
 
 # Kafka's MemberState bytes in the CurrentMemberAssignment record
 _STATE_BYTES = {
@@ -158,7 +165,7 @@ def group_records(
                     for t in sorted(subscription.subscribed_topic_names)
                 ]
             ),
-            _compact_string(None),
+            _compact_string(subscription.subscribed_topic_regex),
             struct.pack(">i", member.rebalance_timeout_ms),
             _compact_string(subscription.server_assignor),
         )
@@ -175,6 +182,7 @@ def group_records(
             _by_topic(member.assigned, ids),
             _by_topic(member.pending_revocation, ids),
         )
+    out.update(regex_records(gid, group.regex))
     return out
 
 
@@ -276,6 +284,7 @@ class _Loading:
         factory=dict
     )
     targets: dict[str, list[tuple[uuid.UUID, list[int]]]] = attrs.field(factory=dict)
+    regexes: dict[str, ResolvedRegularExpression] = attrs.field(factory=dict)
     current: dict[
         str,
         tuple[
@@ -307,6 +316,8 @@ class ConsumerGroupLoader:
         member_id = ""
         if record_type in (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT):
             member_id = reader.string("member")
+        elif record_type == REGULAR_EXPRESSION:
+            member_id = reader.string("regular expression")  # its second key field
         return record_type, group_id, member_id
 
     def replay(self, key: bytes, value: bytes | None) -> None:
@@ -339,10 +350,12 @@ class ConsumerGroupLoader:
             client_id = r.compact_string("client id") or ""
             client_host = r.compact_string("client host") or ""
             names = [r.compact_string("topic") or "" for _ in range(r.count("topics"))]
-            r.compact_string("regex")
+            regex = r.compact_string("regex")
             timeout = r.int32("rebalance timeout")
             assignor = r.compact_string("server assignor")
-            subscription = MemberSubscription(names, instance_id, rack_id, assignor)
+            subscription = MemberSubscription(
+                names, instance_id, rack_id, assignor, regex or None
+            )
             g.members[member_id] = (
                 subscription,
                 MemberInfo(client_id, client_host),
@@ -350,6 +363,12 @@ class ConsumerGroupLoader:
             )
         elif record_type == TARGET_MEMBER:
             g.targets[member_id] = r.by_topic("target")
+        elif record_type == REGULAR_EXPRESSION:
+            topics = [r.compact_string("topic") or "" for _ in range(r.count("topics"))]
+            version, stamp = r.int64("version"), r.int64("timestamp")
+            g.regexes[member_id] = ResolvedRegularExpression(
+                frozenset(topics), version, stamp
+            )
         elif record_type == CURRENT_ASSIGNMENT:
             epoch, previous, state = (
                 r.int32("epoch"),
@@ -374,6 +393,8 @@ class ConsumerGroupLoader:
             g.members.pop(member_id, None)
         elif record_type == TARGET_MEMBER:
             g.targets.pop(member_id, None)
+        elif record_type == REGULAR_EXPRESSION:
+            g.regexes.pop(member_id, None)
         elif record_type == CURRENT_ASSIGNMENT:
             g.current.pop(member_id, None)
 
@@ -386,6 +407,7 @@ class ConsumerGroupLoader:
             group = ConsumerGroup(group_id, g.epoch, g.assignment_epoch)
             group.metadata = dict(g.topics.values())
             group.topic_ids = {name: topic_id for topic_id, name in names.items()}
+            group.regex.resolved = dict(g.regexes)
             for member_id, (subscription, info, timeout) in g.members.items():
                 epoch, previous, state, assigned, pending = g.current.get(
                     member_id, (0, 0, _STATE_BYTES[MemberState.STABLE], [], [])

@@ -62,6 +62,7 @@ from ._consumer_records import (
     group_records,
     is_consumer_record,
 )
+from ._consumer_retention import expire_consumer_offsets
 from ._events import TxnOffsetsCompleted
 from ._group import GroupMetadata, GroupSummary, ListedGroup
 from ._group_metadata_manager import GroupMetadataManager, LoadedRecord, PartitionStatus
@@ -189,9 +190,14 @@ class GroupCoordinator:
         group_id: str,
         partitions: Iterable[TopicPartition] | None,
         require_stable: bool = False,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> OffsetFetchResponse:
-        """OffsetFetch (``OffsetsManager.fetch_offsets``); ``require_stable`` is KIP-447's."""
-        return self.offsets.fetch_offsets(group_id, partitions, require_stable)
+        """OffsetFetch (``OffsetsManager.fetch_offsets``); ``require_stable`` is KIP-447's,
+        the member id and epoch KIP-848's."""
+        return self.offsets.fetch_offsets(
+            group_id, partitions, require_stable, member_id, member_epoch
+        )
 
     # --- the requests: each returns its writes and the replies it makes now -------------
 
@@ -472,7 +478,9 @@ class GroupCoordinator:
         """Fire every timer due at ``now``, earliest first."""
         out: GroupResult = CoreResult()
         if self._timers.expiry_due(now):
+            retention_ms = self.config.offsets_retention_minutes * 60_000
             expired = self.offsets.expire_offsets(now)
+            expired += expire_consumer_offsets(self.manager, now, retention_ms)
             self._timers.schedule_expiry(
                 now + self.config.offsets_retention_check_interval_ms / 1000
             )

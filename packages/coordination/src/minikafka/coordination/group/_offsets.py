@@ -39,7 +39,10 @@ from minikafka.trace import NullTracer, Tracer
 
 from ..assignors._consumer_protocol import CONSUMER_PROTOCOL_TYPE
 from ._config import GroupConfig
-from ._consumer_heartbeat import consumer_offset_commit_error
+from ._consumer_heartbeat import (
+    consumer_offset_commit_error,
+    consumer_offset_fetch_error,
+)
 from ._events import TxnOffsetCommitWritten
 from ._group import GroupMetadata, offset_commit_error
 from ._group_metadata_manager import GroupMetadataManager
@@ -152,6 +155,8 @@ class OffsetsManager:
         group_id: str,
         partitions: Iterable[TopicPartition] | None,
         require_stable: bool = False,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> OffsetFetchResponse:
         """OffsetFetch: the committed offset of each partition (None where there is none),
         or of every partition the group committed when ``partitions`` is None. It reads
@@ -161,10 +166,18 @@ class OffsetsManager:
         With ``require_stable`` (KIP-447, OffsetFetch v7+), a partition with a
         transactional offset still pending is answered UNSTABLE_OFFSET_COMMIT and no
         offset, as Kafka's ``getOffsets`` does: the consumer retries rather than start
-        from an offset the open transaction is about to move."""
+        from an offset the open transaction is about to move.
+
+        A consumer-protocol group checks v9's ``member_id`` and ``member_epoch``
+        (``consumer_offset_fetch_error``, KIP-848); a classic group does not."""
         status = self.metadata.group_status(group_id)
         if status is not ErrorCode.none:
             return OffsetFetchResponse(status)
+        consumer = self.metadata.consumer_groups.get(group_id)
+        if consumer is not None:
+            error = consumer_offset_fetch_error(consumer, member_id, member_epoch)
+            if error is not ErrorCode.none:
+                return OffsetFetchResponse(error)
         committed = self.metadata.committed_offsets(group_id)
         wanted = sorted(committed) if partitions is None else list(partitions)
         unstable = (

@@ -261,10 +261,14 @@ class GroupCoordinatorShell:
         group_id: str,
         partitions: Collection[TopicPartition] | None,
         require_stable: bool = False,
+        member_id: str | None = None,
+        member_epoch: int = -1,
     ) -> OffsetFetchResponse:
         return self._guard(
             "OffsetFetch",
-            lambda: self.core.fetch_offsets(group_id, partitions, require_stable),
+            lambda: self.core.fetch_offsets(
+                group_id, partitions, require_stable, member_id, member_epoch
+            ),
             OffsetFetchResponse,
         )
 

@@ -65,6 +65,8 @@ class MemberSubscription:
     instance_id: str | None = None
     rack_id: str | None = None
     server_assignor: str | None = None
+    subscribed_topic_regex: str | None = None
+    """Topics by regular expression, resolved by the group (``_regex_subscriptions``)."""
 
     def identity(self, member_id: str) -> str:
         """Who this member is across restarts: its instance id if static."""

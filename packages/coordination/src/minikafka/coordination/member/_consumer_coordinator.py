@@ -491,18 +491,12 @@ class ConsumerCoordinator:
         if not offsets:
             return None
         self._commit_ids += 1
-        epochs = {tp: s.leader_epoch for tp, s in self.subscriptions.assignment.items()}
         request = OffsetCommit(
             self.group_id,
             self.generation_id,
             self.member_id,
             self.config.group_instance_id,
-            tuple(
-                (tp, offset, epochs.get(tp) or -1)
-                for tp, offset in sorted(
-                    offsets.items(), key=lambda x: (x[0].topic, x[0].partition)
-                )
-            ),
+            self.subscriptions.with_leader_epochs(offsets),
             self._commit_ids,
         )
         self._pending_commits.append(request)

@@ -340,6 +340,14 @@ class ConsumerProtocolMember:
             ) or self.state is S.ACKNOWLEDGING:
                 self._move(S.STABLE)
 
+    def assignment_unresolved(self) -> None:
+        """The last answer named a topic id the client's metadata does not know yet, and
+        that part of the assignment was left out: the next heartbeat carries every
+        field, so the coordinator sends the whole assignment again, by which time the
+        metadata may name it (Kafka's client keeps such ids unresolved and retries).
+        Without this, a member whose resolved part changed nothing would never ask."""
+        self._send_full = True
+
     def _fence(self) -> None:
         """Fenced or forgotten: the partitions are lost, not revoked; rejoin with 0."""
         lost = self.owned
@@ -364,18 +372,12 @@ class ConsumerProtocolMember:
         if not offsets:
             return None
         self._commit_ids += 1
-        epochs = {tp: s.leader_epoch for tp, s in self.subscriptions.assignment.items()}
         request = OffsetCommit(
             self.group_id,
             self.member_epoch,
             self.member_id,
             self.config.group_instance_id,
-            tuple(
-                (tp, off, epochs.get(tp) or -1)
-                for tp, off in sorted(
-                    offsets.items(), key=lambda x: (x[0].topic, x[0].partition)
-                )
-            ),
+            self.subscriptions.with_leader_epochs(offsets),
             self._commit_ids,
             member_epoch=True,
         )

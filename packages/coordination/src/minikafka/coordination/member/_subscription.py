@@ -125,6 +125,23 @@ class SubscriptionState:
                 self.request_reset(tp)
         return fetched
 
+    def with_leader_epochs(
+        self, offsets: Mapping[TopicPartition, int]
+    ) -> tuple[tuple[TopicPartition, int, int], ...]:
+        """``offsets`` to commit, in topic and partition order, each with the leader
+        epoch its partition's position was read in (-1 when unknown, KIP-320): the
+        broker stores it beside the offset for the next reader's truncation check."""
+        return tuple(
+            (tp, offset, self._leader_epoch(tp))
+            for tp, offset in sorted(
+                offsets.items(), key=lambda x: (x[0].topic, x[0].partition)
+            )
+        )
+
+    def _leader_epoch(self, tp: TopicPartition) -> int:
+        state = self.assignment.get(tp)
+        return (state.leader_epoch if state is not None else None) or -1
+
     def awaiting_reset(self) -> dict[TopicPartition, int]:
         return {
             tp: s.reset_to
