@@ -169,8 +169,21 @@ def first_poll(address: str, user: str, topic: str) -> int:
 def test_a_consumer_needs_read_on_the_topic(address: str) -> None:
     topic = _topic(address)
     assert produce(address, "admin", topic) == 0
-    # DESCRIBE lets bob's consumer find the topic in Metadata; Fetch still needs READ
-    _grant(address, topic_acl(topic, "User:bob", operation=AclOperation.DESCRIBE))
+    # DESCRIBE lets bob's consumer find the topic in Metadata; Fetch still needs READ.
+    # (The consumer looks up its group's coordinator too: that needs group DESCRIBE.)
+    _grant(
+        address,
+        topic_acl(topic, "User:bob", operation=AclOperation.DESCRIBE),
+        AclBinding(
+            ResourceType.GROUP,
+            "unused",
+            ResourcePatternType.LITERAL,
+            "User:bob",
+            "*",
+            AclOperation.DESCRIBE,
+            AclPermissionType.ALLOW,
+        ),
+    )
     wait_for(
         lambda: (
             first_poll(address, "bob", topic) == KafkaError.TOPIC_AUTHORIZATION_FAILED

@@ -395,3 +395,50 @@ def test_deleteacls_refuses_a_filter_with_an_unknown_part(
     with pytest.raises(InvalidAclError, match=message):
         validate_filter(binding_filter)
     validate_filter(ANY_FILTER)
+
+
+def by_type(auth: StandardAuthorizer, op: AclOperation = AclOperation.WRITE) -> bool:
+    return auth.authorize_by_resource_type(ALICE, "10.0.0.1", op, TOPIC)
+
+
+def test_by_resource_type_some_allowed_topic_is_enough() -> None:
+    """KIP-679: an idempotent producer needs WRITE on some topic; any LITERAL or
+    PREFIXED ALLOW grants it, none (or another operation) does not."""
+    assert not by_type(authorizer())
+    assert not by_type(authorizer(acl("orders", AclOperation.READ)))
+    assert by_type(authorizer(acl("orders", AclOperation.WRITE)))
+    assert by_type(authorizer(acl("ord", AclOperation.WRITE, pattern=PREFIXED)))
+    assert by_type(authorizer(acl("orders", AclOperation.ALL)))
+
+
+def test_by_resource_type_a_deny_covering_every_allow_refuses() -> None:
+    """A DENY of every name, of the same name, or of a prefix of an ALLOW takes the
+    ALLOW away; one that covers only part of a PREFIXED ALLOW does not."""
+    write = AclOperation.WRITE
+    assert not by_type(
+        authorizer(acl("orders", write), acl("*", write, permission=DENY))
+    )
+    assert not by_type(
+        authorizer(acl("orders", write), acl("orders", write, permission=DENY))
+    )
+    assert not by_type(
+        authorizer(
+            acl("orders-eu", write, pattern=PREFIXED),
+            acl("orders", write, permission=DENY, pattern=PREFIXED),
+        )
+    )
+    assert by_type(
+        authorizer(
+            acl("orders", write, pattern=PREFIXED),
+            acl("orders-eu", write, permission=DENY, pattern=PREFIXED),
+        )
+    )
+
+
+def test_by_resource_type_super_users_and_allow_everyone_pass() -> None:
+    assert by_type(authorizer(super_users={"User:alice"}))
+    assert by_type(authorizer(allow_everyone_if_no_acl_found=True))
+    # another principal's ALLOW grants alice nothing
+    assert not by_type(
+        authorizer(acl("orders", AclOperation.WRITE, principal="User:bob"))
+    )

@@ -21,6 +21,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.protocol import Entity, ResponsePayload
 
 from minikafka.controller import (
+    ControllerConfig,
     ControllerError,
     ControllerRequest,
 )
@@ -426,10 +427,20 @@ def _names_for_deletion(
 
 
 async def handle_create_partitions(
-    request: Request, controller: ControllerChannel, *, guard_internal: bool = True
+    request: Request,
+    controller: ControllerChannel,
+    *,
+    guard_internal: bool = True,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
+    """CreatePartitions v0-3; with an authorizer a topic needs ALTER
+    (TOPIC_AUTHORIZATION_FAILED, and it keeps its partitions)."""
     body = request.body_as(CREATE_PARTITIONS)
     answers = _TopicAnswers(request, "results", guard_internal)
+    denied: frozenset[str] = frozenset()
+    if authorizer is not None:
+        names = (t.name for t in body.topics)
+        denied = authorizer.denied_topics(request, AclOperation.ALTER, names)
     submitted = tuple(
         ControllerCreatePartitionsTopic(
             name=t.name,
@@ -439,7 +450,8 @@ async def handle_create_partitions(
             ),
         )
         for t in body.topics
-        if not answers.refused(t.name, "Adding partitions")
+        if not answers.not_authorized(t.name, denied)
+        and not answers.refused(t.name, "Adding partitions")
     )
     if submitted:
         await answers.submit(
@@ -451,3 +463,42 @@ async def handle_create_partitions(
             [g.name for g in submitted],
         )
     answers.respond()
+
+
+async def auto_create_topics(
+    controller: ControllerChannel,
+    cache: MetadataCache,
+    defaults: ControllerConfig,
+    names: list[str],
+) -> dict[str, ErrorCode]:
+    """Metadata's auto-creation: ``names`` created with the default partitions and
+    replication factor; the error of each topic not answered with its metadata.
+
+    Kafka's broker answers LEADER_NOT_AVAILABLE and lets the client ask again; this
+    broker waits for the controller's answer (about one fsync in combined mode) and
+    answers with the new topics' metadata when it has replayed them.
+    """
+    # This broker's num.partitions and default.replication.factor, as Kafka's
+    # AutoTopicCreationManager sends them: the controller may be configured apart.
+    request = ControllerCreateTopics(
+        tuple(
+            ControllerCreatableTopic(
+                name, defaults.num_partitions, defaults.default_replication_factor
+            )
+            for name in dict.fromkeys(names)
+        )
+    )
+    try:
+        response = await controller.submit(request)
+    except ControllerError as exc:
+        return dict.fromkeys(names, exc.error_code)
+    assert isinstance(response, ControllerCreateTopicsResponse)
+    # Created (or created by someone else meanwhile) but not replayed here yet, as
+    # on a broker-only node: LEADER_NOT_AVAILABLE, which every client retries.
+    return {
+        r.name: ErrorCode.leader_not_available
+        if r.error_code in (ErrorCode.none, ErrorCode.topic_already_exists)
+        else r.error_code
+        for r in response.topics
+        if r.error_code is not ErrorCode.none or cache.topic(r.name) is None
+    }

@@ -45,7 +45,9 @@ from minikafka.controller import (
     IncrementalAlterConfigsResponse,
 )
 from minikafka.net import Request, build, nested
+from minikafka.security import AclOperation
 
+from ._authorization import BrokerAuthorizer, config_refusal
 from ._body import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS
 from ._dynamic_config import check_broker_change
 
@@ -59,16 +61,23 @@ Outcome = tuple[ErrorCode, str | None]
 
 
 async def handle_incremental_alter_configs(
-    request: Request, channel: ControllerChannel, node_id: int | None
+    request: Request,
+    channel: ControllerChannel,
+    node_id: int | None,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
+    """IncrementalAlterConfigs v0-1; with an authorizer a resource needs ALTER_CONFIGS
+    (``config_refusal``) and a refused one is left as it is."""
     body = request.body_as(INCREMENTAL_ALTER_CONFIGS)
     named = _named_twice([(r.resource_type, r.resource_name) for r in body.resources])
     changes: list[tuple[int, str, ConfigChange | Outcome]] = []
     for resource in body.resources:
         kind, name = int(resource.resource_type), str(resource.resource_name)
         configs = resource.configs
-        refusal = _duplicate_refusal((kind, name) in named) or _incremental_refusal(
-            kind, name, configs, node_id
+        refusal = (
+            _duplicate_refusal((kind, name) in named)
+            or _authorization(request, authorizer, kind, name)
+            or _incremental_refusal(kind, name, configs, node_id)
         )
         if refusal is not None:
             changes.append((kind, name, refusal))
@@ -83,8 +92,12 @@ async def handle_incremental_alter_configs(
 
 
 async def handle_alter_configs(
-    request: Request, channel: ControllerChannel, node_id: int | None
+    request: Request,
+    channel: ControllerChannel,
+    node_id: int | None,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
+    """AlterConfigs v0-2; with an authorizer as IncrementalAlterConfigs."""
     body = request.body_as(ALTER_CONFIGS)
     named = _named_twice([(r.resource_type, r.resource_name) for r in body.resources])
     changes: list[tuple[int, str, ConfigChange | Outcome]] = []
@@ -92,13 +105,17 @@ async def handle_alter_configs(
         kind, name = int(resource.resource_type), str(resource.resource_name)
         entries = tuple((str(c.name), c.value) for c in resource.configs)
         keys = [n for n, _ in entries]
-        refusal = _duplicate_refusal((kind, name) in named) or _refusal(
-            kind,
-            name,
-            keys,
-            [n for n, v in entries if v is None],
-            {n: v for n, v in entries if v is not None},
-            node_id,
+        refusal = (
+            _duplicate_refusal((kind, name) in named)
+            or _authorization(request, authorizer, kind, name)
+            or _refusal(
+                kind,
+                name,
+                keys,
+                [n for n, v in entries if v is None],
+                {n: v for n, v in entries if v is not None},
+                node_id,
+            )
         )
         change = AlterConfigsRequest(kind, name, entries, body.validate_only)
         changes.append((kind, name, refusal or change))
@@ -112,6 +129,14 @@ def _named_twice(resources: Sequence[tuple[int, str]]) -> set[tuple[int, str]]:
     """The resources a request names more than once."""
     counts = Counter((int(kind), str(name)) for kind, name in resources)
     return {resource for resource, count in counts.items() if count > 1}
+
+
+def _authorization(
+    request: Request, authorizer: BrokerAuthorizer | None, kind: int, name: str
+) -> Outcome | None:
+    if authorizer is None:
+        return None
+    return config_refusal(request, authorizer, kind, name, AclOperation.ALTER_CONFIGS)
 
 
 def _duplicate_refusal(duplicate: bool) -> Outcome | None:

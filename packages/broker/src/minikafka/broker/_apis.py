@@ -17,23 +17,10 @@ from typing import ClassVar
 
 import attrs
 import trio
-from kio.schema.describe_quorum.v1.request import DescribeQuorumRequest
-from kio.schema.describe_quorum.v1.response import DescribeQuorumResponse
-from kio.schema.describe_quorum.v2.request import (
-    DescribeQuorumRequest as DescribeQuorumRequestV2,
-)
-from kio.schema.describe_quorum.v2.response import (
-    DescribeQuorumResponse as DescribeQuorumResponseV2,
-)
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import ApiError
 from minikafka.controller import (
-    ControllerError,
-    CreatableTopic,
-    CreateTopicsRequest,
-    CreateTopicsResponse,
-    QuorumControllerShell,
     validate_topic_name,
 )
 from minikafka.coordination import GroupCoordinatorShell, TransactionCoordinatorShell
@@ -46,7 +33,6 @@ from minikafka.net import (
     answer_without_sasl,
     handle_api_versions,
 )
-from minikafka.raft.wire import describe_quorum_error_v2, encode_describe_quorum_error
 from minikafka.replication import ReplicaManagerShell
 
 from ._acl_apis import (
@@ -56,6 +42,7 @@ from ._acl_apis import (
     handle_describe_acls,
 )
 from ._admin import (
+    auto_create_topics,
     handle_create_partitions,
     handle_create_topics,
     handle_delete_topics,
@@ -68,12 +55,8 @@ from ._consumer_groups import (
     handle_consumer_group_describe,
     handle_consumer_group_heartbeat,
 )
-from ._controller_channel import ControllerChannel, RemoteController
-from ._controller_raft_apis import (
-    DESCRIBE_QUORUM_VERSIONS,
-    describe_quorum,
-    quorum_nodes,
-)
+from ._controller_channel import ControllerChannel
+from ._controller_raft_apis import DESCRIBE_QUORUM_VERSIONS, handle_describe_quorum
 from ._delete_records import handle_delete_records
 from ._describe import (
     DESCRIBE_CLUSTER_VERSIONS,
@@ -84,7 +67,11 @@ from ._describe import (
 from ._describe_configs import handle_describe_configs, topic_config_entries
 from ._describe_producers import handle_describe_producers
 from ._features import image_features
-from ._fetch import handle_fetch, handle_offset_for_leader_epoch
+from ._fetch import (
+    answer_offsets_for_leader_epoch,
+    handle_fetch,
+    handle_offset_for_leader_epoch,
+)
 from ._fetch_sessions import FetchSessionCache
 from ._group_authorization import refused_group
 from ._group_offsets import handle_offset_commit, handle_offset_fetch
@@ -109,6 +96,7 @@ from ._reassignments import (
     handle_elect_leaders,
     handle_list_partition_reassignments,
 )
+from ._request_authz import epoch_refusals, refused
 from ._scram_apis import (
     SCRAM_API_VERSIONS,
     handle_alter_user_scram_credentials,
@@ -174,6 +162,8 @@ class KafkaApis:
     async def handle(self, request: Request) -> None:
         if not self.ready.is_set():
             await self.ready.wait()
+        if self.authorizer is not None and refused(request, self.authorizer):
+            return  # a whole request its principal may not make (._request_authz)
         if self.TABLE[request.api_key].parks and self._parked is not None:
             self._parked.start_soon(self._handle_parked, request)
             return
@@ -238,23 +228,33 @@ class KafkaApis:
         )
 
     async def _offset_for_leader_epoch(self, request: Request) -> None:
-        handle_offset_for_leader_epoch(request, self.replica_manager)
+        if self.authorizer is None:
+            handle_offset_for_leader_epoch(request, self.replica_manager)
+            return
+        refused = epoch_refusals(request, self.authorizer, request.body)
+        answer_offsets_for_leader_epoch(request, self.replica_manager, refused)
 
     async def _list_offsets(self, request: Request) -> None:
-        handle_list_offsets(request, self.replica_manager, self.metadata_cache)
+        handle_list_offsets(
+            request, self.replica_manager, self.metadata_cache, self.authorizer
+        )
 
     async def _describe_configs(self, request: Request) -> None:
-        handle_describe_configs(request, self.metadata_cache, self.config)
+        handle_describe_configs(
+            request, self.metadata_cache, self.config, self.authorizer
+        )
 
     async def _offset_commit(self, request: Request) -> None:
-        await handle_offset_commit(request, self.groups, self.metadata_cache)
+        await handle_offset_commit(
+            request, self.groups, self.metadata_cache, self.authorizer
+        )
 
     async def _offset_fetch(self, request: Request) -> None:
-        await handle_offset_fetch(request, self.groups)
+        await handle_offset_fetch(request, self.groups, self.authorizer)
 
     async def _find_coordinator(self, request: Request) -> None:
         await handle_find_coordinator(
-            request, self.controller, self.metadata_cache, self.config
+            request, self.controller, self.metadata_cache, self.config, self.authorizer
         )
 
     async def _join_group(self, request: Request) -> None:
@@ -281,22 +281,28 @@ class KafkaApis:
         await handle_consumer_group_heartbeat(request, self.groups, self.metadata_cache)
 
     async def _consumer_group_describe(self, request: Request) -> None:
-        await handle_consumer_group_describe(request, self.groups, self.metadata_cache)
+        await handle_consumer_group_describe(
+            request, self.groups, self.metadata_cache, self.authorizer
+        )
 
     async def _describe_groups(self, request: Request) -> None:
-        await handle_describe_groups(request, self.groups)
+        await handle_describe_groups(request, self.groups, self.authorizer)
 
     async def _list_groups(self, request: Request) -> None:
-        await handle_list_groups(request, self.groups)
+        await handle_list_groups(request, self.groups, self.authorizer)
 
     async def _delete_groups(self, request: Request) -> None:
-        await handle_delete_groups(request, self.groups)
+        await handle_delete_groups(request, self.groups, self.authorizer)
 
     async def _describe_producers(self, request: Request) -> None:
-        handle_describe_producers(request, self.replica_manager, self.metadata_cache)
+        handle_describe_producers(
+            request, self.replica_manager, self.metadata_cache, self.authorizer
+        )
 
     async def _offset_delete(self, request: Request) -> None:
-        await handle_offset_delete(request, self.groups, self.metadata_cache)
+        await handle_offset_delete(
+            request, self.groups, self.metadata_cache, self.authorizer
+        )
 
     async def _create_topics(self, request: Request) -> None:
         await handle_create_topics(
@@ -315,17 +321,21 @@ class KafkaApis:
 
     async def _incremental_alter_configs(self, request: Request) -> None:
         await handle_incremental_alter_configs(
-            request, self.controller, self.config.node_id
+            request, self.controller, self.config.node_id, self.authorizer
         )
 
     async def _alter_configs(self, request: Request) -> None:
-        await handle_alter_configs(request, self.controller, self.config.node_id)
+        await handle_alter_configs(
+            request, self.controller, self.config.node_id, self.authorizer
+        )
 
     async def _delete_records(self, request: Request) -> None:
-        handle_delete_records(request, self.replica_manager)
+        handle_delete_records(request, self.replica_manager, self.authorizer)
 
     async def _create_partitions(self, request: Request) -> None:
-        await handle_create_partitions(request, self.controller)
+        await handle_create_partitions(
+            request, self.controller, authorizer=self.authorizer
+        )
 
     async def _alter_partition_reassignments(self, request: Request) -> None:
         await handle_alter_partition_reassignments(request, self.controller)
@@ -337,21 +347,7 @@ class KafkaApis:
         await handle_elect_leaders(request, self.controller)
 
     async def _describe_quorum(self, request: Request) -> None:
-        # KIP-595: any broker answers for the quorum by asking its active controller.
-        if isinstance(self.controller, QuorumControllerShell):
-            describe_quorum(request, self.controller, quorum_nodes(self.config.roles))
-            return
-        assert isinstance(self.controller, RemoteController)
-        body = request.body_as((DescribeQuorumRequest, DescribeQuorumRequestV2))
-        try:
-            answer = await self.controller.forward(body)  # at the client's version
-        except ControllerError as exc:
-            error = encode_describe_quorum_error(exc.error_code)
-            v2 = request.api_version >= 2
-            request.respond(describe_quorum_error_v2(error) if v2 else error)
-            return
-        assert isinstance(answer, DescribeQuorumResponse | DescribeQuorumResponseV2)
-        request.respond(answer)
+        await handle_describe_quorum(request, self.controller, self.config.roles)
 
     async def _alter_user_scram_credentials(self, request: Request) -> None:
         await handle_alter_user_scram_credentials(request, self.controller)
@@ -372,7 +368,9 @@ class KafkaApis:
         handle_describe_acls(request, self.metadata_cache, enabled, self.authorizer)
 
     async def _describe_cluster(self, request: Request) -> None:
-        handle_describe_cluster(request, self.metadata_cache, self.cluster_id)
+        handle_describe_cluster(
+            request, self.metadata_cache, self.cluster_id, authorizer=self.authorizer
+        )
 
     async def _describe_log_dirs(self, request: Request) -> None:
         handle_describe_log_dirs(request, self.replica_manager)
@@ -407,13 +405,14 @@ class KafkaApis:
             None
             if self.verifier is None
             else (self.replica_manager, self.verifier, partitions),
+            self.authorizer,
         )
 
     async def _describe_transactions(self, request: Request) -> None:
-        handle_describe_transactions(request, self.transactions)
+        handle_describe_transactions(request, self.transactions, self.authorizer)
 
     async def _list_transactions(self, request: Request) -> None:
-        handle_list_transactions(request, self.transactions)
+        handle_list_transactions(request, self.transactions, self.authorizer)
 
     async def _metadata(self, request: Request) -> None:
         names = requested_topics(request)
@@ -450,48 +449,23 @@ class KafkaApis:
                     errors[name] = exc.error_code
         missing = [n for n in missing if n not in errors]
         if missing and allowed and self.config.broker.auto_create_topics_enable:
-            errors.update(await self._auto_create(missing))
-        request.respond_parts(
-            (
-                metadata_body(
-                    request, self.metadata_cache, self.cluster_id, names, errors
-                ),
-            )
-        )
-
-    async def _auto_create(self, names: list[str]) -> dict[str, ErrorCode]:
-        """Create ``names`` with the default partitions and replication factor.
-
-        Kafka's broker answers LEADER_NOT_AVAILABLE and lets the client ask again; this
-        broker waits for the controller's answer (about one fsync in combined mode) and
-        answers with the new topics' metadata when it has replayed them.
-        """
-        # This broker's num.partitions and default.replication.factor, as Kafka's
-        # AutoTopicCreationManager sends them: the controller may be configured apart.
-        defaults = self.config.controller
-        request = CreateTopicsRequest(
-            tuple(
-                CreatableTopic(
-                    name, defaults.num_partitions, defaults.default_replication_factor
+            errors.update(
+                await auto_create_topics(
+                    self.controller,
+                    self.metadata_cache,
+                    self.config.controller,
+                    missing,
                 )
-                for name in dict.fromkeys(names)
             )
+        answer = metadata_body(
+            request,
+            self.metadata_cache,
+            self.cluster_id,
+            names,
+            errors,
+            self.authorizer,
         )
-        try:
-            response = await self.controller.submit(request)
-        except ControllerError as exc:
-            return dict.fromkeys(names, exc.error_code)
-        assert isinstance(response, CreateTopicsResponse)
-        # Created (or created by someone else meanwhile) but not replayed here yet, as
-        # on a broker-only node: LEADER_NOT_AVAILABLE, which every client retries.
-        return {
-            r.name: ErrorCode.leader_not_available
-            if r.error_code in (ErrorCode.none, ErrorCode.topic_already_exists)
-            else r.error_code
-            for r in response.topics
-            if r.error_code is not ErrorCode.none
-            or self.metadata_cache.topic(r.name) is None
-        }
+        request.respond_parts((answer,))
 
     # The broker's whole protocol surface, one row per API: ApiVersions advertises these
     # ranges verbatim and dispatch reads the handler from the same row. ``parks`` marks

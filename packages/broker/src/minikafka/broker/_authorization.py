@@ -14,13 +14,16 @@ nothing more.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 import attrs
 from kio.schema.errors import ErrorCode
 
+from minikafka.common import TopicPartition
 from minikafka.controller import AccessControlEntryRecord, acl_binding
 from minikafka.net import Request
+from minikafka.replication import EpochAnswer
 from minikafka.security import (
     CLUSTER_NAME,
     AclOperation,
@@ -31,6 +34,14 @@ from minikafka.security import (
 
 from ._authorizer_config import AuthorizerSettings
 from ._metadata_cache import MetadataCache
+
+# KIP-430: asked for, a bit field of AclOperation codes. Without an authorizer Kafka
+# lists every operation the resource type supports (AclEntry.supportedOperations):
+# a topic READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10,
+# ALTER_CONFIGS 11; the cluster CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
+# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
 def client_host(connection_id: str) -> str:
@@ -86,6 +97,42 @@ class BrokerAuthorizer:
     def cluster_allowed(self, request: Request, operation: AclOperation) -> bool:
         return self.allowed(request, operation, ResourceType.CLUSTER, CLUSTER_NAME)
 
+    def group_allowed(
+        self, request: Request, operation: AclOperation, group_id: str
+    ) -> bool:
+        return self.allowed(request, operation, ResourceType.GROUP, group_id)
+
+    def txn_allowed(
+        self, request: Request, operation: AclOperation, transactional_id: str
+    ) -> bool:
+        return self.allowed(
+            request, operation, ResourceType.TRANSACTIONAL_ID, transactional_id
+        )
+
+    def any_topic_allowed(self, request: Request, operation: AclOperation) -> bool:
+        """KIP-679's ``authorizeByResourceType``: may it ``operation`` some topic."""
+        host = client_host(request.connection_id)
+        return self.core.authorize_by_resource_type(
+            request.principal, host, operation, ResourceType.TOPIC
+        )
+
+    def operations(
+        self, request: Request, resource_type: ResourceType, name: str, supported: int
+    ) -> int:
+        """KIP-430's authorized operations: the bits of ``supported`` (a bit per
+        AclOperation) the principal is allowed on the resource."""
+        return sum(
+            1 << op
+            for op in AclOperation
+            if supported & (1 << op) and self.allowed(request, op, resource_type, name)
+        )
+
+    def topic_check(
+        self, request: Request, operation: AclOperation = AclOperation.DESCRIBE
+    ) -> Callable[[str], bool]:
+        """Whether the principal may ``operation`` a topic, as a one-argument test."""
+        return lambda name: self.allowed(request, operation, ResourceType.TOPIC, name)
+
     def denied_topics(
         self, request: Request, operation: AclOperation, names: Iterable[str]
     ) -> frozenset[str]:
@@ -132,3 +179,64 @@ def authorize_metadata(
         for name in authorizer.denied_topics(request, AclOperation.CREATE, missing):
             errors[name] = ErrorCode.topic_authorization_failed
     return names, errors
+
+
+def refused_epochs(body: Any, refused: Mapping[str, ErrorCode]) -> list[EpochAnswer]:
+    """The answers of the partitions of ``refused`` topics, each with its error."""
+    return [
+        EpochAnswer(TopicPartition(t.topic, int(p.partition)), refused[t.topic])
+        for t in body.topics
+        if t.topic in refused
+        for p in t.partitions
+    ]
+
+
+AUTHORIZATION_MESSAGES = {
+    ErrorCode.topic_authorization_failed: "Topic authorization failed.",
+    ErrorCode.group_authorization_failed: "Group authorization failed.",
+    ErrorCode.cluster_authorization_failed: "Cluster authorization failed.",
+}
+"""Kafka's ``Errors`` default messages, which the configs APIs answer with."""
+
+_TOPIC_CONFIGS, _BROKER_CONFIGS, _LOGGER_CONFIGS = 2, 4, 8
+_CLIENT_METRICS_CONFIGS, _GROUP_CONFIGS = 16, 32
+
+
+def config_refusal(
+    request: Request,
+    authorizer: BrokerAuthorizer,
+    kind: int,
+    name: str,
+    operation: AclOperation,
+) -> tuple[ErrorCode, str] | None:
+    """DescribeConfigs' DESCRIBE_CONFIGS or the AlterConfigs' ALTER_CONFIGS on a config
+    resource (Kafka's ``ConfigHelper``/``ControllerApis``): a topic's on the topic, a
+    group's on the group, a broker's, a broker logger's or client metrics' on the
+    cluster. The error and its message, or None when allowed."""
+    if kind == _TOPIC_CONFIGS:
+        allowed = authorizer.allowed(request, operation, ResourceType.TOPIC, name)
+        error = ErrorCode.topic_authorization_failed
+    elif kind == _GROUP_CONFIGS:
+        allowed = authorizer.group_allowed(request, operation, name)
+        error = ErrorCode.group_authorization_failed
+    elif kind in (_BROKER_CONFIGS, _LOGGER_CONFIGS, _CLIENT_METRICS_CONFIGS):
+        allowed = authorizer.cluster_allowed(request, operation)
+        error = ErrorCode.cluster_authorization_failed
+    else:
+        return None  # an unknown type: the handler's own INVALID_REQUEST
+    return None if allowed else (error, AUTHORIZATION_MESSAGES[error])
+
+
+def cluster_operations(request: Request, authorizer: BrokerAuthorizer) -> int:
+    """The cluster's authorized operations (KIP-430) as Kafka's DescribeCluster and
+    Metadata compute them: none without DESCRIBE, else the allowed ones."""
+    if not authorizer.cluster_allowed(request, AclOperation.DESCRIBE):
+        return 0
+    return authorizer.operations(
+        request, ResourceType.CLUSTER, CLUSTER_NAME, CLUSTER_OPERATIONS
+    )
+
+
+def topic_operations(request: Request, authorizer: BrokerAuthorizer, name: str) -> int:
+    """A topic's authorized operations (KIP-430)."""
+    return authorizer.operations(request, ResourceType.TOPIC, name, TOPIC_OPERATIONS)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime
 import uuid
 from collections.abc import Iterable
-from typing import Protocol
+from typing import Any, Protocol
 
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8
@@ -31,9 +31,11 @@ from minikafka.coordination import (
     GroupState,
 )
 from minikafka.net import Request, build, nested
+from minikafka.security import AclOperation, ResourceType
 
+from ._authorization import BrokerAuthorizer
 from ._group_body import CONSUMER_GROUP_DESCRIBE, CONSUMER_GROUP_HEARTBEAT
-from ._groups import client_host
+from ._groups import GROUP_OPERATIONS, client_host
 from ._metadata_cache import INTERNAL_TOPICS, MetadataCache
 
 
@@ -164,11 +166,16 @@ def _not_found(service: GroupCoordinatorShell, group_id: str) -> str:
 
 
 async def handle_consumer_group_describe(
-    request: Request, service: GroupCoordinatorShell, cache: MetadataCache
+    request: Request,
+    service: GroupCoordinatorShell,
+    cache: MetadataCache,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
     """ConsumerGroupDescribe: each group's epochs, assignor and members with what they
     hold and their target; GROUP_ID_NOT_FOUND for a group that is not a consumer group
-    (Kafka's answer for a classic one too)."""
+    (Kafka's answer for a classic one too). With an authorizer (Kafka's
+    ``handleConsumerGroupDescribe``) a group needs DESCRIBE, and DESCRIBE on every topic
+    its members are assigned, or it is answered GROUP_/TOPIC_AUTHORIZATION_FAILED."""
     body = request.body_as(CONSUMER_GROUP_DESCRIBE)
     cls = request.response_class()
     group_cls = nested(cls, "groups")
@@ -178,6 +185,10 @@ async def handle_consumer_group_describe(
     groups = []
     for group_id in body.group_ids:
         error, group = service.consumer_group(group_id)
+        if authorizer is not None and not authorizer.group_allowed(
+            request, AclOperation.DESCRIBE, group_id
+        ):
+            error, group = ErrorCode.group_authorization_failed, None
         if group is None:
             if error is ErrorCode.none:
                 error = ErrorCode.group_id_not_found
@@ -189,7 +200,7 @@ async def handle_consumer_group_describe(
                     if error is ErrorCode.group_id_not_found
                     else None,
                     group_id=group_id,
-                    # Kafka leaves a group it does not have at the schema's defaults
+                    # Kafka leaves a group it does not answer at the schema's defaults
                     group_state="",
                     group_epoch=0,
                     assignment_epoch=0,
@@ -232,6 +243,9 @@ async def handle_consumer_group_describe(
                     else CONSUMER_MEMBER_TYPE,
                 )
             )
+        fields: dict[str, object] = {}
+        if authorizer is not None:
+            fields = _authorized(request, authorizer, group_id, members)
         groups.append(
             build(
                 group_cls,
@@ -242,6 +256,36 @@ async def handle_consumer_group_describe(
                 assignment_epoch=group.assignment_epoch,
                 assignor_name=group.assignor,
                 members=tuple(members),
+                **fields,
             )
         )
     request.respond(build(cls, throttle_time=NO_THROTTLE, groups=tuple(groups)))
+
+
+def _authorized(
+    request: Request,
+    authorizer: BrokerAuthorizer,
+    group_id: str,
+    members: list[Any],
+) -> dict[str, object]:
+    """A described group's fields the authorizer decides: TOPIC_AUTHORIZATION_FAILED
+    and no members if a member holds or is to hold a topic the principal may not
+    DESCRIBE; the group's authorized operations when asked (KIP-430)."""
+    names = {
+        tp.topic_name
+        for m in members
+        for assignment in (m.assignment, m.target_assignment)
+        for tp in assignment.topic_partitions
+    }
+    fields: dict[str, object] = {}
+    if authorizer.denied_topics(request, AclOperation.DESCRIBE, names):
+        fields["error_code"] = ErrorCode.topic_authorization_failed
+        fields["error_message"] = (
+            "The group has described topic(s) that the client is not authorized to describe."
+        )
+        fields["members"] = ()
+    if getattr(request.body, "include_authorized_operations", False):
+        fields["authorized_operations"] = authorizer.operations(
+            request, ResourceType.GROUP, group_id, GROUP_OPERATIONS
+        )
+    return fields

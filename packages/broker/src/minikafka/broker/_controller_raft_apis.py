@@ -17,12 +17,21 @@ from typing import cast
 
 from kio.schema.describe_quorum.v1 import request as dq_v1
 from kio.schema.describe_quorum.v1 import response as dq_res_v1
+from kio.schema.describe_quorum.v1.request import DescribeQuorumRequest
+from kio.schema.describe_quorum.v1.response import DescribeQuorumResponse
 from kio.schema.describe_quorum.v2 import request as dq_v2
+from kio.schema.describe_quorum.v2.request import (
+    DescribeQuorumRequest as DescribeQuorumRequestV2,
+)
+from kio.schema.describe_quorum.v2.response import (
+    DescribeQuorumResponse as DescribeQuorumResponseV2,
+)
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32, i32Timedelta
 from kio.static.protocol import ResponsePayload
 
 from minikafka.controller import (
+    ControllerError,
     QuorumControllerShell,
     QuorumUnavailableError,
     RaftNodeShell,
@@ -48,6 +57,7 @@ from minikafka.raft.wire import (
     encode_describe_quorum_response_v2,
 )
 
+from ._controller_channel import ControllerChannel, RemoteController
 from ._roles import Roles
 
 # v1: KIP-836's last fetch and caught-up times; v2: KIP-853's voter endpoints
@@ -165,3 +175,24 @@ def describe_quorum(
         assert isinstance(response, dq_res_v1.DescribeQuorumResponse)
         response = describe_quorum_error_v2(response)
     request.respond(response)
+
+
+async def handle_describe_quorum(
+    request: Request, controller: ControllerChannel, roles: Roles
+) -> None:
+    """A broker's DescribeQuorum (KIP-595): any broker answers for the quorum, from
+    the controller in its process or by asking the active one."""
+    if isinstance(controller, QuorumControllerShell):
+        describe_quorum(request, controller, quorum_nodes(roles))
+        return
+    assert isinstance(controller, RemoteController)
+    body = request.body_as((DescribeQuorumRequest, DescribeQuorumRequestV2))
+    try:
+        answer = await controller.forward(body)  # at the client's version
+    except ControllerError as exc:
+        error = encode_describe_quorum_error(exc.error_code)
+        v2 = request.api_version >= 2
+        request.respond(describe_quorum_error_v2(error) if v2 else error)
+        return
+    assert isinstance(answer, DescribeQuorumResponse | DescribeQuorumResponseV2)
+    request.respond(answer)

@@ -18,7 +18,9 @@ from kio.static.protocol import Entity
 from minikafka.common import TopicPartition
 from minikafka.net import Request, build, nested, response_schema
 from minikafka.replication import DeleteRecordsPartitionResult, ReplicaManagerShell
+from minikafka.security import AclOperation
 
+from ._authorization import BrokerAuthorizer
 from ._body import DELETE_RECORDS
 from ._metadata_cache import INTERNAL_TOPICS
 
@@ -26,15 +28,30 @@ NO_THROTTLE = datetime.timedelta(0)
 
 
 def handle_delete_records(
-    request: Request, replica_manager: ReplicaManagerShell
+    request: Request,
+    replica_manager: ReplicaManagerShell,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
+    """DeleteRecords v0-2; with an authorizer a topic the principal may not DELETE is
+    TOPIC_AUTHORIZATION_FAILED and keeps its records."""
     body = request.body_as(DELETE_RECORDS)
     offsets: dict[TopicPartition, int] = {}
     refused: dict[TopicPartition, DeleteRecordsPartitionResult] = {}
+    denied = (
+        frozenset()
+        if authorizer is None
+        else authorizer.denied_topics(
+            request, AclOperation.DELETE, (str(t.name) for t in body.topics)
+        )
+    )
     for topic in body.topics:
         for p in topic.partitions:
             tp = TopicPartition(str(topic.name), int(p.partition_index))
-            if tp.topic in INTERNAL_TOPICS:
+            if tp.topic in denied:
+                refused[tp] = DeleteRecordsPartitionResult(
+                    ErrorCode.topic_authorization_failed
+                )
+            elif tp.topic in INTERNAL_TOPICS:
                 # The offsets topic's records are the groups' state, not a client's.
                 refused[tp] = DeleteRecordsPartitionResult(
                     ErrorCode.invalid_topic_exception,

@@ -53,8 +53,13 @@ from minikafka.log import Log
 from minikafka.net import ApiKey, Request, build, nested, response_schema
 from minikafka.replication import ReplicaManager, ReplicaManagerShell
 
+from ._authorization import (
+    CLUSTER_OPERATIONS,
+    BrokerAuthorizer,
+    cluster_operations,
+)
 from ._body import DESCRIBE_CLUSTER, DESCRIBE_LOG_DIRS
-from ._metadata import AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_OPERATIONS
+from ._metadata import AUTHORIZED_OPERATIONS_OMITTED
 from ._metadata_cache import MetadataCache
 from ._roles import QuorumVoter
 
@@ -99,10 +104,12 @@ def describe_cluster_response(
     cluster_id: str,
     nodes: Sequence[ClusterNode],
     controller_id: int,
+    operations: int = CLUSTER_OPERATIONS,
 ) -> ResponsePayload:
     """The answer of an endpoint of kind ``served``: ``nodes`` and ``controller_id``,
     or the error for a request that asks for another kind (Kafka's
-    ``AuthHelper.computeDescribeClusterResponse``, without an authorizer)."""
+    ``AuthHelper.computeDescribeClusterResponse``). ``operations``: the cluster's
+    authorized operations when asked (every one without an authorizer)."""
     body = request.body_as(DESCRIBE_CLUSTER)
     cls = response_schema(ApiKey.DESCRIBE_CLUSTER, request.api_version)
     assert cls is not None
@@ -156,8 +163,7 @@ def describe_cluster_response(
             )
             for n in nodes
         ),
-        # Without an authorizer every operation on the cluster is allowed (KIP-430).
-        cluster_authorized_operations=CLUSTER_OPERATIONS
+        cluster_authorized_operations=operations
         if body.include_cluster_authorized_operations
         else AUTHORIZED_OPERATIONS_OMITTED,
     )
@@ -195,8 +201,11 @@ def handle_describe_cluster(
     cache: MetadataCache,
     cluster_id: str,
     rng: random.Random | None = None,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
-    """A broker's DescribeCluster: the brokers on the request's listener."""
+    """A broker's DescribeCluster: the brokers on the request's listener. It needs no
+    ACL (as in Kafka); with an authorizer the cluster's authorized operations are the
+    principal's, and none at all without DESCRIBE on the cluster."""
     body = request.body_as(DESCRIBE_CLUSTER)
     nodes = broker_nodes(cache, request.listener, include_fenced=_include_fenced(body))
     if cache.controller_id is not None:
@@ -208,9 +217,12 @@ def handle_describe_cluster(
         )
         choose = random.choice if rng is None else rng.choice
         controller_id = choose(alive) if alive else NO_CONTROLLER
+    operations = CLUSTER_OPERATIONS
+    if authorizer is not None:
+        operations = cluster_operations(request, authorizer)
     request.respond(
         describe_cluster_response(
-            request, EndpointType.BROKER, cluster_id, nodes, controller_id
+            request, EndpointType.BROKER, cluster_id, nodes, controller_id, operations
         )
     )
 

@@ -23,7 +23,9 @@ from minikafka.controller import (
 )
 from minikafka.log import LOG_CONFIG, NO_EFFECT, LogConfig
 from minikafka.net import Request, build, nested
+from minikafka.security import AclOperation
 
+from ._authorization import BrokerAuthorizer, config_refusal
 from ._body import DESCRIBE_CONFIGS
 from ._config import KafkaConfig
 from ._dynamic_config import DYNAMIC_BROKER_KEYS, topic_defaults
@@ -189,8 +191,13 @@ def _render(value: object) -> str:
 
 
 def handle_describe_configs(
-    request: Request, cache: MetadataCache, config: KafkaConfig
+    request: Request,
+    cache: MetadataCache,
+    config: KafkaConfig,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
+    """DescribeConfigs v1-4; with an authorizer a resource needs DESCRIBE_CONFIGS
+    (``config_refusal``): a refused one is answered its error and no configs."""
     body = request.body_as(DESCRIBE_CONFIGS)
     cls = request.response_class()
     result_cls = nested(cls, "results")
@@ -200,7 +207,18 @@ def handle_describe_configs(
     for resource in body.resources:
         kind = int(resource.resource_type)
         name = resource.resource_name
-        error, message, entries = _describe(kind, name, cache, config)
+        refusal = (
+            None
+            if authorizer is None
+            else config_refusal(
+                request, authorizer, kind, name, AclOperation.DESCRIBE_CONFIGS
+            )
+        )
+        error, message, entries = (
+            (*refusal, [])
+            if refusal is not None
+            else _describe(kind, name, cache, config)
+        )
         wanted = resource.configuration_keys
         if wanted is not None:
             entries = [e for e in entries if e.name in set(wanted)]

@@ -32,7 +32,9 @@ from minikafka.common import TopicPartition
 from minikafka.log import ProducerStateEntry
 from minikafka.net import Request
 from minikafka.replication import ReplicaManagerShell
+from minikafka.security import AclOperation
 
+from ._authorization import BrokerAuthorizer
 from ._group_offsets import partition_exists
 from ._metadata_cache import MetadataCache
 
@@ -40,14 +42,32 @@ NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 
 
 def handle_describe_producers(
-    request: Request, replica_manager: ReplicaManagerShell, cache: MetadataCache
+    request: Request,
+    replica_manager: ReplicaManagerShell,
+    cache: MetadataCache,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
+    """DescribeProducers v0; with an authorizer a topic the principal may not READ is
+    TOPIC_AUTHORIZATION_FAILED (Kafka's ``handleDescribeProducersRequest``)."""
     body = request.body_as((DescribeProducersRequest,))
+    denied = (
+        frozenset()
+        if authorizer is None
+        else authorizer.denied_topics(
+            request, AclOperation.READ, (str(t.name) for t in body.topics)
+        )
+    )
     topics = tuple(
         TopicResponse(
             name=TopicName(str(topic.name)),
             partitions=tuple(
-                _describe(
+                PartitionResponse(
+                    partition_index=i32(int(p)),
+                    error_code=ErrorCode.topic_authorization_failed,
+                    active_producers=(),
+                )
+                if topic.name in denied
+                else _describe(
                     replica_manager, cache, TopicPartition(str(topic.name), int(p))
                 )
                 for p in topic.partition_indexes

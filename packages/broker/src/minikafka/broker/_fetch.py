@@ -46,7 +46,7 @@ from minikafka.replication import (
 )
 from minikafka.security import AclOperation
 
-from ._authorization import BrokerAuthorizer
+from ._authorization import BrokerAuthorizer, refused_epochs
 from ._body import (
     FETCH,
     FETCH_IN_SESSION,
@@ -328,9 +328,20 @@ def for_consumer(result: FetchPartitionResult) -> FetchPartitionResult:
 def handle_offset_for_leader_epoch(
     request: Request, replica_manager: ReplicaManagerShell
 ) -> None:
+    """OffsetForLeaderEpoch v2-v4 on a broker without an authorizer: every topic is
+    asked of the log."""
+    answer_offsets_for_leader_epoch(request, replica_manager, {})
+
+
+def answer_offsets_for_leader_epoch(
+    request: Request,
+    replica_manager: ReplicaManagerShell,
+    refused: Mapping[str, ErrorCode],
+) -> None:
     """OffsetForLeaderEpoch v2-v4: where each asked epoch ends in this leader's log (the
     follower's truncation point, KIP-101/279), fenced by the asker's current epoch
-    (KIP-320)."""
+    (KIP-320). ``refused``: the topics the authorizer refused (``epoch_refusals``),
+    answered their error without the log being asked."""
     body = request.body_as(OFFSET_FOR_LEADER_EPOCH)
     asked = [
         EpochRequest(
@@ -339,9 +350,11 @@ def handle_offset_for_leader_epoch(
             int(p.leader_epoch),
         )
         for topic in body.topics
+        if topic.topic not in refused
         for p in topic.partitions
     ]
     answers = replica_manager.last_offsets_for_leader_epochs(asked)
+    answers += refused_epochs(body, refused)
     cls = request.response_class()
     topic_cls = nested(cls, "topics")
     partition_cls = nested(topic_cls, "partitions")

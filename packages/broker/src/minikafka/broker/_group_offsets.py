@@ -33,7 +33,9 @@ from minikafka.coordination import (
     OffsetCommitRequest,
 )
 from minikafka.net import Request, build, is_body, nested
+from minikafka.security import AclOperation
 
+from ._authorization import BrokerAuthorizer
 from ._group_body import (
     OFFSET_COMMIT,
     OFFSET_COMMIT_PARTITION_WITH_EPOCH,
@@ -53,18 +55,30 @@ async def handle_offset_commit(
     request: Request,
     service: GroupCoordinatorShell,
     cache: MetadataCache | None = None,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
     """OffsetCommit v2-9 (v9 is v8 with one answer changed: a commit with a generation
     to a group that does not exist is GROUP_ID_NOT_FOUND, KIP-848). With ``cache``, a
     partition that does not exist is refused with UNKNOWN_TOPIC_OR_PARTITION before the
     group is asked, as Kafka's KafkaApis does; a request with nothing left to commit is
-    answered without the coordinator."""
+    answered without the coordinator. With an authorizer, a topic the principal may
+    not READ is TOPIC_AUTHORIZATION_FAILED (the group's READ is asked before)."""
     body = request.body_as(OFFSET_COMMIT)
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: list[tuple[TopicPartition, CommittedOffset]] = []
+    denied = (
+        frozenset()
+        if authorizer is None
+        else authorizer.denied_topics(
+            request, AclOperation.READ, (t.name for t in body.topics)
+        )
+    )
     for topic in body.topics:
         for p in topic.partitions:
             tp = TopicPartition(topic.name, int(p.partition_index))
+            if topic.name in denied:
+                errors[tp] = ErrorCode.topic_authorization_failed
+                continue
             if cache is not None and not partition_exists(cache, tp):
                 errors[tp] = ErrorCode.unknown_topic_or_partition
                 continue
@@ -132,7 +146,11 @@ def partition_exists(cache: MetadataCache, tp: TopicPartition) -> bool:
     return topic is not None and tp.partition in topic.partitions
 
 
-async def handle_offset_fetch(request: Request, service: GroupCoordinatorShell) -> None:
+async def handle_offset_fetch(
+    request: Request,
+    service: GroupCoordinatorShell,
+    authorizer: BrokerAuthorizer | None = None,
+) -> None:
     """OffsetFetch v1-9: a null topic list (v2+) asks for every committed partition.
     v7's ``require_stable`` (KIP-447) asks to wait out offsets a transaction has yet to
     commit: such a partition is answered UNSTABLE_OFFSET_COMMIT, and the consumer asks
@@ -140,14 +158,32 @@ async def handle_offset_fetch(request: Request, service: GroupCoordinatorShell) 
     From v8 (KIP-709) a request asks for several groups, each answered on its own, as
     an admin client listing many groups' offsets does; v9's member id and epoch are the
     KIP-848 protocol's: a consumer group checks them, a classic group does not (as in
-    Kafka)."""
+    Kafka). With an authorizer (Kafka's ``handleOffsetFetchRequest``) each group needs
+    DESCRIBE (a single group's is asked before, in ``._request_authz``), and each topic:
+    one asked by name is answered TOPIC_AUTHORIZATION_FAILED, and of every committed
+    partition only those of describable topics are listed."""
     body = request.body_as(OFFSET_FETCH)
     cls = request.response_class()
+    may_describe = None if authorizer is None else authorizer.topic_check(request)
+
     if is_body(body, OFFSET_FETCH_BATCHED):
         group_cls = nested(cls, "groups")
         topic_cls = nested(group_cls, "topics")
         groups = []
         for group in body.groups:
+            if authorizer is not None and not authorizer.group_allowed(
+                request, AclOperation.DESCRIBE, group.group_id
+            ):
+                denied_group = ErrorCode.group_authorization_failed
+                groups.append(
+                    build(
+                        group_cls,
+                        group_id=group.group_id,
+                        error_code=denied_group,
+                        topics=(),
+                    )
+                )
+                continue
             asked = None
             if group.topics is not None:
                 asked = [(t.name, _ints(t.partition_indexes)) for t in group.topics]
@@ -158,6 +194,7 @@ async def handle_offset_fetch(request: Request, service: GroupCoordinatorShell) 
                 request.api_version,
                 topic_cls,
                 bool(body.require_stable),
+                may_describe,
                 getattr(group, "member_id", None),
                 int(getattr(group, "member_epoch", -1)),
             )
@@ -178,6 +215,7 @@ async def handle_offset_fetch(request: Request, service: GroupCoordinatorShell) 
         request.api_version,
         nested(cls, "topics"),
         isinstance(body, OFFSET_FETCH_REQUIRE_STABLE) and bool(body.require_stable),
+        may_describe,
     )
     request.respond(
         build(cls, throttle_time=NO_THROTTLE, error_code=error, topics=topics)
@@ -191,19 +229,28 @@ def _offsets_of(
     version: int,
     topic_cls: type[Entity],
     require_stable: bool,
+    may_describe: Callable[[str], bool] | None = None,
     member_id: str | None = None,
     member_epoch: int = -1,
 ) -> tuple[ErrorCode, tuple[Entity, ...]]:
     """One group's answer: its error, and its committed offsets by topic (``asked``:
     the partitions asked for by topic, None for every committed one). With
     ``require_stable`` a partition whose offset a transaction has yet to commit is
-    UNSTABLE_OFFSET_COMMIT, which the consumer retries (KIP-447)."""
+    UNSTABLE_OFFSET_COMMIT, which the consumer retries (KIP-447). ``may_describe``:
+    whether a topic is the principal's to see (None: every one is)."""
     wanted = None if asked is None else list(asked)
+    refused = frozenset(
+        name
+        for name, _ in wanted or ()
+        if may_describe is not None and not may_describe(name)
+    )
     answer = service.fetch_offsets(
         group_id,
         None
         if wanted is None
-        else [TopicPartition(n, i) for n, ids in wanted for i in ids],
+        else [
+            TopicPartition(n, i) for n, ids in wanted for i in ids if n not in refused
+        ],
         require_stable,
         member_id,
         member_epoch,
@@ -214,6 +261,8 @@ def _offsets_of(
         # Every committed partition, grouped by topic in the core's (sorted) order.
         wanted = []
         for tp, _ in answer.offsets:
+            if may_describe is not None and not may_describe(tp.topic):
+                continue  # another principal's topic: not listed
             if not wanted or wanted[-1][0] != tp.topic:
                 wanted.append((tp.topic, []))
             wanted[-1][1].append(tp.partition)
@@ -235,6 +284,8 @@ def _offsets_of(
                     committed.get(TopicPartition(name, i)),
                     partition_error
                     if partition_error is not ErrorCode.none
+                    else ErrorCode.topic_authorization_failed
+                    if name in refused
                     else answer.partition_error(TopicPartition(name, i)),
                 )
                 for i in indexes

@@ -51,7 +51,9 @@ from minikafka.coordination import (
     SyncGroupResponse,
 )
 from minikafka.net import ApiKey, Request, build, is_body, nested
+from minikafka.security import AclOperation, ResourceType
 
+from ._authorization import BrokerAuthorizer
 from ._group_body import (
     DELETE_GROUPS,
     DESCRIBE_GROUPS,
@@ -331,8 +333,12 @@ CLASSIC_GROUP_TYPE = "classic"
 
 
 async def handle_describe_groups(
-    request: Request, service: GroupCoordinatorShell
+    request: Request,
+    service: GroupCoordinatorShell,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
+    """DescribeGroups v0-6; with an authorizer each group needs DESCRIBE
+    (GROUP_AUTHORIZATION_FAILED) and its authorized operations are the principal's."""
     body = request.body_as(DESCRIBE_GROUPS)
     cls = request.response_class()
     group_cls = nested(cls, "groups")
@@ -343,6 +349,24 @@ async def handle_describe_groups(
     )
     groups = []
     for group_id in body.groups:
+        if authorizer is not None and not authorizer.group_allowed(
+            request, AclOperation.DESCRIBE, group_id
+        ):
+            denied = ErrorCode.group_authorization_failed
+            groups.append(
+                build(
+                    group_cls,
+                    error_code=denied,
+                    error_message=None,
+                    group_id=group_id,
+                    group_state="",
+                    protocol_type="",
+                    protocol_data="",
+                    members=(),
+                    authorized_operations=AUTHORIZED_OPERATIONS_OMITTED,
+                )
+            )
+            continue
         error, summary = service.describe_group(group_id)
         ok = error is ErrorCode.none
         message = None
@@ -378,18 +402,28 @@ async def handle_describe_groups(
                     )
                     for m in summary.members
                 ),
-                authorized_operations=GROUP_OPERATIONS
-                if with_operations and ok
-                else AUTHORIZED_OPERATIONS_OMITTED,
+                authorized_operations=AUTHORIZED_OPERATIONS_OMITTED
+                if not (with_operations and ok)
+                else GROUP_OPERATIONS
+                if authorizer is None
+                else authorizer.operations(
+                    request, ResourceType.GROUP, group_id, GROUP_OPERATIONS
+                ),
             )
         )
     request.respond(build(cls, throttle_time=NO_THROTTLE, groups=tuple(groups)))
 
 
-async def handle_list_groups(request: Request, service: GroupCoordinatorShell) -> None:
+async def handle_list_groups(
+    request: Request,
+    service: GroupCoordinatorShell,
+    authorizer: BrokerAuthorizer | None = None,
+) -> None:
     """ListGroups v0-v5: every group this broker coordinates; v4 filters them by state
     (KIP-518) and v5 by type (KIP-848), each case-insensitive and empty meaning all, as
-    Kafka's coordinator does. A group is ``classic`` or ``consumer`` (KIP-848's protocol)."""
+    Kafka's coordinator does. A group is ``classic`` or ``consumer`` (KIP-848's protocol).
+    With an authorizer, DESCRIBE on the cluster lists every group, and otherwise only
+    the groups the principal may DESCRIBE are listed (Kafka's ``handleListGroupsRequest``)."""
     body = request.body_as(LIST_GROUPS)
     states = {s.lower() for s in getattr(body, "states_filter", ())}
     types = {t.lower() for t in getattr(body, "types_filter", ())}
@@ -404,6 +438,14 @@ async def handle_list_groups(request: Request, service: GroupCoordinatorShell) -
         (g.group_id, CONSUMER_PROTOCOL_TYPE, g.state.value, CONSUMER_GROUP_TYPE)
         for g in service.list_consumer_groups()
     ]
+    if authorizer is not None and not authorizer.cluster_allowed(
+        request, AclOperation.DESCRIBE
+    ):
+        rows = [
+            r
+            for r in rows
+            if authorizer.group_allowed(request, AclOperation.DESCRIBE, r[0])
+        ]
     cls = request.response_class()
     group_cls = nested(cls, "groups")
     groups = tuple(
@@ -424,8 +466,12 @@ async def handle_list_groups(request: Request, service: GroupCoordinatorShell) -
 
 
 async def handle_delete_groups(
-    request: Request, service: GroupCoordinatorShell
+    request: Request,
+    service: GroupCoordinatorShell,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
+    """DeleteGroups v0-1; with an authorizer each group needs DELETE
+    (GROUP_AUTHORIZATION_FAILED, and the group is left as it is)."""
     body = request.body_as(DELETE_GROUPS)
     cls = request.response_class()
     result_cls = nested(cls, "results")
@@ -434,6 +480,11 @@ async def handle_delete_groups(
     # writes one partition's groups in one write), so the log is in the request's order.
     results = []
     for name in dict.fromkeys(body.groups_names):
-        error = await service.delete_group(name)
+        if authorizer is not None and not authorizer.group_allowed(
+            request, AclOperation.DELETE, name
+        ):
+            error = ErrorCode.group_authorization_failed
+        else:
+            error = await service.delete_group(name)
         results.append(build(result_cls, group_id=name, error_code=error))
     request.respond(build(cls, throttle_time=NO_THROTTLE, results=tuple(results)))

@@ -30,7 +30,15 @@ from minikafka.common import TopicPartition
 from minikafka.controller import NO_LEADER, TopicImage
 from minikafka.net import ApiKey, Request, build, encode_entity, nested, response_schema
 from minikafka.replication import ReplicaManagerShell, ReplicationError
+from minikafka.security import AclOperation
 
+from ._authorization import (
+    CLUSTER_OPERATIONS,
+    TOPIC_OPERATIONS,
+    BrokerAuthorizer,
+    cluster_operations,
+    topic_operations,
+)
 from ._body import (
     LIST_OFFSETS,
     LIST_OFFSETS_PARTITION_WITH_EPOCH,
@@ -44,13 +52,6 @@ from ._metadata_cache import INTERNAL_TOPICS, ZERO_UUID, MetadataCache
 
 NO_THROTTLE = datetime.timedelta(0)
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)  # KIP-430: not asked for
-# KIP-430: asked for, a bit field of AclOperation codes. Without an authorizer Kafka
-# lists every operation the resource type supports (AclEntry.supportedOperations):
-# a topic READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10,
-# ALTER_CONFIGS 11; the cluster CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
-# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
-TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
 def metadata_body(
@@ -59,9 +60,15 @@ def metadata_body(
     cluster_id: str,
     names: list[str] | None,
     errors: Mapping[str, ErrorCode] | None = None,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> bytes:
-    """:func:`metadata_response` encoded, computed once per image and request shape."""
+    """:func:`metadata_response` encoded, computed once per image and request shape.
+    With an authorizer, authorized operations asked for are the principal's (KIP-430),
+    and such an answer is computed for its request alone."""
     topic_operations, cluster_operations = _operations(request)
+    if authorizer is not None and topic_operations | cluster_operations != OMITTED:
+        answer = metadata_response(request, cache, cluster_id, names, errors)
+        return encode_entity(_authorized(request, authorizer, answer))
     ids = requested_topic_ids(request)
     key = (
         tuple(ids),
@@ -80,6 +87,32 @@ def metadata_body(
             metadata_response(request, cache, cluster_id, names, errors)
         ),
     )
+
+
+OMITTED = AUTHORIZED_OPERATIONS_OMITTED
+
+
+def _authorized(
+    request: Request, authorizer: BrokerAuthorizer, answer: Any
+) -> ResponsePayload:
+    """``answer`` with the principal's operations (Kafka's ``handleTopicMetadataRequest``):
+    each topic it may describe gets its own, one it may not none (the field's
+    default); the cluster's are none without DESCRIBE on it."""
+    topics = tuple(
+        t
+        if t.topic_authorized_operations == OMITTED
+        else dataclasses.replace(
+            t,
+            topic_authorized_operations=OMITTED
+            if t.error_code is ErrorCode.topic_authorization_failed
+            else topic_operations(request, authorizer, t.name),
+        )
+        for t in answer.topics
+    )
+    if getattr(answer, "cluster_authorized_operations", OMITTED) != OMITTED:
+        operations = cluster_operations(request, authorizer)
+        answer = dataclasses.replace(answer, cluster_authorized_operations=operations)
+    return dataclasses.replace(answer, topics=topics)  # type: ignore[no-any-return]
 
 
 def _operations(request: Request) -> tuple[int, int]:
@@ -294,9 +327,21 @@ def _refused(request: Request, error: ErrorCode) -> ResponsePayload:
 
 
 def handle_list_offsets(
-    request: Request, replica_manager: ReplicaManagerShell, cache: MetadataCache
+    request: Request,
+    replica_manager: ReplicaManagerShell,
+    cache: MetadataCache,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
+    """ListOffsets v1-10; with an authorizer a topic the principal may not DESCRIBE is
+    TOPIC_AUTHORIZATION_FAILED (offset and timestamp -1), as Kafka answers it."""
     body = request.body_as(LIST_OFFSETS)
+    denied = (
+        frozenset()
+        if authorizer is None
+        else authorizer.denied_topics(
+            request, AclOperation.DESCRIBE, (t.name for t in body.topics)
+        )
+    )
     cls = response_schema(ApiKey.LIST_OFFSETS, request.api_version)
     assert cls is not None
     topic_cls = nested(cls, "topics")
@@ -313,7 +358,9 @@ def handle_list_offsets(
                 build(
                     partition_cls,
                     partition_index=p.partition_index,
-                    **_list_offset(
+                    **_TOPIC_DENIED
+                    if topic.name in denied
+                    else _list_offset(
                         replica_manager,
                         cache,
                         tp,
@@ -327,6 +374,13 @@ def handle_list_offsets(
             )
         topics.append(build(topic_cls, name=topic.name, partitions=tuple(partitions)))
     request.respond(build(cls, throttle_time=NO_THROTTLE, topics=tuple(topics)))
+
+
+_TOPIC_DENIED: Mapping[str, object] = {
+    "error_code": ErrorCode.topic_authorization_failed,
+    "timestamp": -1,
+    "offset": -1,
+}
 
 
 def _list_offset(

@@ -27,7 +27,9 @@ from kio.static.primitive import i32, i32Timedelta
 from minikafka.common import TopicPartition
 from minikafka.coordination import GroupCoordinatorShell
 from minikafka.net import Request
+from minikafka.security import AclOperation
 
+from ._authorization import BrokerAuthorizer
 from ._group_offsets import partition_exists
 from ._metadata_cache import MetadataCache
 
@@ -35,8 +37,14 @@ NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 
 
 async def handle_offset_delete(
-    request: Request, service: GroupCoordinatorShell, cache: MetadataCache
+    request: Request,
+    service: GroupCoordinatorShell,
+    cache: MetadataCache,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
+    """OffsetDelete v0; with an authorizer a topic the principal may not READ is
+    TOPIC_AUTHORIZATION_FAILED and keeps its offsets (the group's DELETE is asked
+    before)."""
     body = request.body_as((OffsetDeleteRequest,))
     asked = list(
         dict.fromkeys(
@@ -45,10 +53,19 @@ async def handle_offset_delete(
             for p in t.partitions
         )
     )
+    denied = (
+        frozenset()
+        if authorizer is None
+        else authorizer.denied_topics(
+            request, AclOperation.READ, (tp.topic for tp in asked)
+        )
+    )
     errors = {
-        tp: ErrorCode.unknown_topic_or_partition
+        tp: ErrorCode.topic_authorization_failed
+        if tp.topic in denied
+        else ErrorCode.unknown_topic_or_partition
         for tp in asked
-        if not partition_exists(cache, tp)
+        if tp.topic in denied or not partition_exists(cache, tp)
     }
     known = [tp for tp in asked if tp not in errors]
     answer = await service.delete_offsets(str(body.group_id), known)

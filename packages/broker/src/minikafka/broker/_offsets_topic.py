@@ -50,7 +50,9 @@ from minikafka.log import (
 )
 from minikafka.net import ApiKey, Request, build, is_body, nested, response_schema
 from minikafka.replication import ReplicaManagerShell, ReplicationError
+from minikafka.security import AclOperation, ResourceType
 
+from ._authorization import BrokerAuthorizer
 from ._config import KafkaConfig
 from ._controller_channel import ControllerChannel
 from ._group_body import FIND_COORDINATOR, FIND_COORDINATOR_BATCHED
@@ -279,6 +281,7 @@ async def handle_find_coordinator(
     controller: ControllerChannel,
     cache: MetadataCache,
     config: KafkaConfig,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
     """FindCoordinator v0-6: one key's coordinator up to v3; from v4 (KIP-699) a list of
     keys, each answered on its own (a consumer of v4 sends one, an admin client that
@@ -296,8 +299,12 @@ async def handle_find_coordinator(
         if is_body(body, FIND_COORDINATOR_BATCHED)
         else (body.key,)
     )
+    refused = _refused(request, authorizer, key_type, keys)
     found = [
-        await find_coordinator(k, key_type, request.listener, controller, cache, config)
+        refused.get(k)
+        or await find_coordinator(
+            k, key_type, request.listener, controller, cache, config
+        )
         for k in keys
     ]
     cls = response_schema(ApiKey.FIND_COORDINATOR, request.api_version)
@@ -314,6 +321,29 @@ async def handle_find_coordinator(
             )
         }
     request.respond(build(cls, throttle_time=NO_THROTTLE, **body_fields))
+
+
+def _refused(
+    request: Request,
+    authorizer: BrokerAuthorizer | None,
+    key_type: int,
+    keys: Iterable[str],
+) -> dict[str, Found]:
+    """Kafka's ``handleFindCoordinatorRequest``: with an authorizer a key needs
+    DESCRIBE on its group or transactional id, or no coordinator is named (nothing is
+    created for it). The refused keys' answers."""
+    if authorizer is None:
+        return {}
+    if key_type == GROUP_KEY_TYPE:
+        resource, error = ResourceType.GROUP, ErrorCode.group_authorization_failed
+    else:
+        resource = ResourceType.TRANSACTIONAL_ID
+        error = ErrorCode.transactional_id_authorization_failed
+    return {
+        key: Found(error, None, None)
+        for key in keys
+        if not authorizer.allowed(request, AclOperation.DESCRIBE, resource, key)
+    }
 
 
 def _where(found: Found) -> dict[str, object]:

@@ -35,7 +35,9 @@ from minikafka.replication import (
     ReplicaManagerShell,
     TxnMarkerEntry,
 )
+from minikafka.security import AclOperation
 
+from ._authorization import BrokerAuthorizer
 from ._group_offsets import partition_exists
 from ._metadata_cache import MetadataCache
 from ._txn_body import (
@@ -276,6 +278,7 @@ async def handle_txn_offset_commit(
     cache: MetadataCache,
     verification: tuple[ReplicaManagerShell, AddPartitionsToTxnManager, int]
     | None = None,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
     """TxnOffsetCommit v0-4: offsets committed inside a transaction, pending in the
     group until the transaction's marker reaches the group's partition; from v3 the
@@ -284,13 +287,25 @@ async def handle_txn_offset_commit(
     UNKNOWN_TOPIC_OR_PARTITION, as Kafka's KafkaApis answers before the group is
     asked. ``verification`` (the ReplicaManager, the verifier and the partitions of
     ``__consumer_offsets``): the group's partition must be in the producer's
-    transaction (KIP-890), else every partition gets the coordinator's refusal."""
+    transaction (KIP-890), else every partition gets the coordinator's refusal.
+    With an authorizer a topic the principal may not READ is TOPIC_AUTHORIZATION_FAILED
+    (the transactional id's WRITE and the group's READ are asked before)."""
     body = request.body_as(TXN_OFFSET_COMMIT)
     errors: dict[TopicPartition, ErrorCode] = {}
     offsets: list[tuple[TopicPartition, CommittedOffset]] = []
+    denied = (
+        frozenset()
+        if authorizer is None
+        else authorizer.denied_topics(
+            request, AclOperation.READ, (t.name for t in body.topics)
+        )
+    )
     for topic in body.topics:
         for p in topic.partitions:
             tp = TopicPartition(topic.name, int(p.partition_index))
+            if topic.name in denied:
+                errors[tp] = ErrorCode.topic_authorization_failed
+                continue
             if not partition_exists(cache, tp):
                 errors[tp] = ErrorCode.unknown_topic_or_partition
                 continue

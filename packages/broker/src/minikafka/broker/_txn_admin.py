@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import datetime
 
+import attrs
 from kio.schema.describe_transactions.v0.request import DescribeTransactionsRequest
+from kio.schema.errors import ErrorCode
 from kio.schema.list_transactions.v0.request import (
     ListTransactionsRequest as ListTransactionsRequestV0,
 )
@@ -28,6 +30,9 @@ from kio.schema.list_transactions.v2.request import (
 
 from minikafka.coordination import TransactionCoordinatorShell, TransactionDescription
 from minikafka.net import Request, build, nested
+from minikafka.security import AclOperation
+
+from ._authorization import BrokerAuthorizer
 
 ListTransactionsRequest = (
     ListTransactionsRequestV0 | ListTransactionsRequestV1 | ListTransactionsRequestV2
@@ -42,14 +47,37 @@ NO_DURATION_FILTER = -1
 """ListTransactions v0 has no duration filter: every transaction passes."""
 
 
+DESCRIBE = AclOperation.DESCRIBE
+TXN_DENIED = ErrorCode.transactional_id_authorization_failed
+
+
 def handle_describe_transactions(
-    request: Request, transactions: TransactionCoordinatorShell
+    request: Request,
+    transactions: TransactionCoordinatorShell,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
-    """DescribeTransactions v0: one answer per id asked, in the order asked."""
+    """DescribeTransactions v0: one answer per id asked, in the order asked. With an
+    authorizer (Kafka's ``handleDescribeTransactionsRequest``) an id needs DESCRIBE
+    (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), and only the partitions of topics the
+    principal may DESCRIBE are listed."""
     body = request.body_as((DescribeTransactionsRequest,))
-    described = transactions.describe_transactions(
-        str(t) for t in body.transactional_ids
-    )
+    ids = [str(t) for t in body.transactional_ids]
+    refused: set[str] = set()
+    if authorizer is not None:
+        refused = {t for t in ids if not authorizer.txn_allowed(request, DESCRIBE, t)}
+    described = transactions.describe_transactions(t for t in ids if t not in refused)
+    if authorizer is not None:
+        sees = authorizer.topic_check(request)
+        answers = iter(described)
+        described = [
+            TransactionDescription(t, TXN_DENIED)
+            if t in refused
+            else attrs.evolve(
+                d := next(answers),
+                partitions=tuple(tp for tp in d.partitions if sees(tp.topic)),
+            )
+            for t in ids
+        ]
     cls = request.response_class()
     request.respond(
         build(
@@ -88,10 +116,13 @@ def _state(cls: type, described: TransactionDescription) -> object:
 
 
 def handle_list_transactions(
-    request: Request, transactions: TransactionCoordinatorShell
+    request: Request,
+    transactions: TransactionCoordinatorShell,
+    authorizer: BrokerAuthorizer | None = None,
 ) -> None:
     """ListTransactions v0-2: the transactions this broker coordinates that pass the
-    state, producer id, (v1) duration and (v2) transactional id pattern filters."""
+    state, producer id, (v1) duration and (v2) transactional id pattern filters; with
+    an authorizer, only the ids the principal may DESCRIBE."""
     body = request.body_as(LIST_REQUESTS)
     duration = (
         NO_DURATION_FILTER
@@ -125,6 +156,8 @@ def handle_list_transactions(
                     transaction_state=t.state,
                 )
                 for t in listed.transactions
+                if authorizer is None
+                or authorizer.txn_allowed(request, DESCRIBE, t.transactional_id)
             ),
         )
     )

@@ -198,3 +198,47 @@ class StandardAuthorizer:
                 principal, host, Action(op, resource_type, resource_name)
             ).allowed
         )
+
+    def authorize_by_resource_type(
+        self,
+        principal: KafkaPrincipal,
+        host: str,
+        operation: AclOperation,
+        rtype: ResourceType,
+    ) -> bool:
+        """Whether the principal may ``operation`` at least one resource of ``rtype``
+        (KIP-679's ``Authorizer.authorizeByResourceType``, as an idempotent producer
+        without IDEMPOTENT_WRITE needs WRITE on some topic).
+
+        A name no ACL names decides first (a super user, a LITERAL ``*`` ALLOW, or
+        ``allow.everyone.if.no.acl.found`` with no ACL of the type pass); then a DENY of
+        every name (LITERAL ``*``) refuses, and an ALLOW passes unless a DENY covers
+        what it grants: a LITERAL name denied by name or by a prefix of it, a PREFIXED
+        pattern denied by a prefix of it."""
+        probe = Action(operation, rtype, "hardcode")
+        if self.authorize(principal, host, probe).allowed:
+            return True
+        principals = frozenset({str(principal), str(WILDCARD_PRINCIPAL)})
+        allowed: list[ResourcePattern] = []
+        denied_literal: set[str] = set()
+        denied_prefixes: list[str] = []
+        for binding in self._by_type.get(rtype, {}).values():
+            result = _acl_result(binding, principals, host, operation)
+            pattern = binding.pattern
+            if result is AuthorizationResult.ALLOWED:
+                allowed.append(pattern)
+            elif result is AuthorizationResult.DENIED:
+                if pattern.pattern_type is PatternType.LITERAL:
+                    denied_literal.add(pattern.name)
+                else:
+                    denied_prefixes.append(pattern.name)
+        if WILDCARD_RESOURCE in denied_literal:
+            return False
+        for pattern in allowed:
+            if any(pattern.name.startswith(p) for p in denied_prefixes):
+                continue
+            if pattern.pattern_type is PatternType.PREFIXED or (
+                pattern.name not in denied_literal
+            ):
+                return True
+        return False
