@@ -251,7 +251,7 @@ def test_off_type_field_values_encode_as_json_dumps(
 @pytest.mark.parametrize("count", [0, 7, 9])
 def test_a_field_tuple_of_the_wrong_length_is_refused(count: int) -> None:
     """A positional mistake at an emit_fields site cannot shift columns silently."""
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="values to unpack"):
         spec_for_class(Scalars).encode_fields((1,) * count, 1.0, 0)
 
 

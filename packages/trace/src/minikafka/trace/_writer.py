@@ -64,6 +64,13 @@ def encode_line(event: TraceEvent, ts: float, node: int) -> str:
     return spec_for_class(type(event)).encode(event, ts, node)
 
 
+def encode_fields_line(
+    event_type: type[TraceEvent], fields: tuple[object, ...], ts: float, node: int
+) -> str:
+    """The same line for an event given as its field values (``Tracer.emit_fields``)."""
+    return spec_for_class(event_type).encode_fields(fields, ts, node)
+
+
 def reference_line(event: TraceEvent, ts: float, node: int) -> str:
     """The line by definition: the envelope and fields as a dict, through ``json``.
 
