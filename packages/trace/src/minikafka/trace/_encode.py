@@ -144,8 +144,8 @@ def encoder_source(
     function reads every field, checks in one condition that each value has its declared
     type (and each float is finite), and then formats the whole line in one f-string;
     otherwise, or if a string field holds a non-string, it returns the reference
-    encoding. ``from_fields``: the function takes the tuple of field values instead of
-    the event (``fields, ts, node``) and unpacks it, a ValueError if its length is wrong.
+    encoding. ``from_fields``: it takes the tuple of field values instead of the
+    event (``fields, ts, node``) and unpacks it: a ValueError if its length is wrong.
     """
     for name in names:
         if not name.isidentifier():

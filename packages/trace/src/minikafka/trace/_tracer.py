@@ -19,13 +19,10 @@ class TracerClosedError(RuntimeError):
 
 @runtime_checkable
 class Tracer(Protocol):
-    """Where trace events go.
-
-    ``enabled`` is False when events would be dropped, so a hot path can skip building
-    one: ``if tracer.enabled: tracer.emit(RequestCompleted(...))``. A path that runs per
-    request asks about its own kind instead, :meth:`wants`, since a tracer may write
-    only the kinds its readers asked for.
-    """
+    """Where trace events go. ``enabled`` is False when events would be dropped, so a
+    hot path can skip building one: ``if tracer.enabled: tracer.emit(Event(...))``. A
+    path that runs per request asks about its own kind instead, :meth:`wants`, since a
+    tracer may write only the kinds its readers asked for."""
 
     @property
     def enabled(self) -> bool: ...
@@ -41,12 +38,9 @@ class Tracer(Protocol):
         ...
 
     def emit(self, event: TraceEvent, ts: float | None = None) -> None:
-        """Record ``event`` at ``ts`` (seconds since the epoch).
-
-        A core always passes ``ts``: the ``now`` it was given (an
-        :class:`~minikafka.trace.EpochClock` reading). Only a shell may leave it out,
-        for the tracer to read the wall clock.
-        """
+        """Record ``event`` at ``ts`` (seconds since the epoch). A core always passes
+        the ``now`` it was given (an :class:`~minikafka.trace.EpochClock` reading);
+        only a shell leaves it out, for the tracer to read the wall clock."""
         ...
 
     def emit_fields(
@@ -55,12 +49,8 @@ class Tracer(Protocol):
         fields: tuple[object, ...],
         ts: float | None = None,
     ) -> None:
-        """Record an ``event_type`` event given as its field values, in declaration
-        order, without building it: the same line as ``emit(event_type(*fields), ts)``.
-
-        For a site that runs per request, where building a sixteen-field frozen event
-        costs more than the tuple; the typed :meth:`emit` is the rule elsewhere.
-        """
+        """``emit(event_type(*fields), ts)`` without building the event: its field
+        values in declaration order, for a site that runs per request."""
         ...
 
     def flush(self) -> None: ...
