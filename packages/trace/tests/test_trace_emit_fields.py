@@ -94,3 +94,15 @@ def test_the_recording_tracer_keeps_the_typed_event() -> None:
     with pytest.raises(TypeError):
         tracer.emit_fields(Served, ("c", 0))
     NullTracer().emit_fields(Served, ("c", 0))  # drops anything, checks nothing
+
+
+def test_flushing_nothing_creates_no_file(tmp_path: Path) -> None:
+    """An idle tracer's writer thread flushes every interval; no empty files appear."""
+    tracer = JsonLinesTracer.open(tmp_path, 1, flush_interval=30.0)
+    tracer.flush()
+    assert trace_files(tmp_path) == []
+    tracer.emit_fields(Other, (1,), ts=1.0)
+    tracer.flush()
+    tracer.flush()
+    tracer.close()
+    assert len(trace_files(tmp_path)) == 1

@@ -323,6 +323,8 @@ class JsonLinesTracer:
                 # field tuple of the wrong length): that event is lost, loudly, and the
                 # trace goes on.
                 log.exception("trace event %r cannot be encoded; dropped", event)
+        if not lines:
+            return  # nothing to write: no empty string in the buffer, no empty file
         chunk = "".join(lines)
         size = len(chunk)
         if self._file_bytes + size > self.max_file_bytes and (
