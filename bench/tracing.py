@@ -63,6 +63,7 @@ from minikafka.trace import (
     JsonLinesTracer,
     NullTracer,
     Tracer,
+    encode_fields_line,
     encode_line,
     read_trace,
     reference_line,
@@ -186,6 +187,31 @@ def _guarded(tracer: Tracer, n: int) -> None:
             tracer.emit(_event(i))
 
 
+def _fields(correlation_id: int = 7) -> tuple[object, ...]:
+    """:func:`_event`'s values in its field order, built as the Processor builds them."""
+    timings = _TIMINGS[correlation_id % 1000]
+    return (
+        "PLAINTEXT",
+        "127.0.0.1:9092-127.0.0.1:53412-0",
+        0,
+        "rdkafka",
+        0,
+        "Produce",
+        8,
+        correlation_id,
+        191,
+        54,
+        *timings,
+    )
+
+
+def _guarded_fields(tracer: Tracer, n: int) -> None:
+    # What Processor.request_completed does now: ask, then hand over the field values.
+    for i in range(n):
+        if tracer.wants(RequestCompleted):
+            tracer.emit_fields(RequestCompleted, _fields(i))
+
+
 def _emit_ready(tracer: Tracer, n: int) -> None:
     event = _event()
     emit = tracer.emit
@@ -208,6 +234,9 @@ EMIT_CASES = (
     EmitCase("off: NullTracer.emit(event)", "null", _emit_ready),
     EmitCase("on: JsonLinesTracer.emit(event)", "jsonl", _emit_ready),
     EmitCase("on: build RequestCompleted + emit", "jsonl", _guarded),
+    EmitCase(
+        "on: wants + emit_fields(RequestCompleted, values)", "jsonl", _guarded_fields
+    ),
 )
 
 
@@ -346,9 +375,25 @@ class EncodeCase:
 
 
 ENCODE_CEILING = "ceiling: a % template, values pre-extracted"
+
+
+def _encode_fields() -> Callable[[int], None]:
+    rows = [_fields(i) for i in range(ENCODE_DISTINCT)]
+    _, stamps = _encode_inputs()
+    pairs = list(zip(rows, stamps, strict=True))
+
+    def body(n: int) -> None:
+        for _ in range(n // len(pairs)):
+            for fields, ts in pairs:
+                encode_fields_line(RequestCompleted, fields, ts, 1)
+
+    return body
+
+
 ENCODE_CASES = (
     EncodeCase(ENCODE_CEILING, _encode_ceiling),
     EncodeCase("generated: encode_line", _encode_with(encode_line)),
+    EncodeCase("generated from field values: encode_fields", _encode_fields),
     EncodeCase("reference: dict through json (before)", _encode_with(reference_line)),
 )
 
@@ -359,7 +404,12 @@ def _check_encoders() -> None:
     events, stamps = _encode_inputs()
     for event, ts, values in zip(events, stamps, rows, strict=True):
         line = encode_line(event, ts, 1)
-        if line != reference_line(event, ts, 1) or line != template % values:
+        fields = _fields(event.correlation_id)
+        if (
+            line != reference_line(event, ts, 1)
+            or line != template % values
+            or line != encode_fields_line(RequestCompleted, fields, ts, 1)
+        ):
             raise BenchError(
                 f"the encoders disagree on {event!r}:\n{line}{template % values}"
             )

@@ -282,6 +282,14 @@ class _Relay:
     def emit(self, event: TraceEvent, ts: float | None = None) -> None:
         self.target.emit(event, ts)
 
+    def emit_fields(
+        self,
+        event_type: type[TraceEvent],
+        fields: tuple[object, ...],
+        ts: float | None = None,
+    ) -> None:
+        self.target.emit_fields(event_type, fields, ts)
+
     def flush(self) -> None:
         pass
 

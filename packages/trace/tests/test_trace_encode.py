@@ -223,3 +223,44 @@ def test_the_source_is_one_f_string_per_class() -> None:
     assert source.startswith("def encode(event, ts, node):")
     assert source.count("return f'") == 1
     assert "_slow(event, ts, node)" in source
+
+
+def _fields_of(event: TraceEvent) -> tuple[object, ...]:
+    return tuple(getattr(event, name) for name in spec_for_class(type(event)).names)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(event=scalars | containers, ts=timestamps, node=st.integers(-1, 2**31))
+def test_field_values_encode_to_the_same_bytes_as_the_event(
+    event: TraceEvent, ts: float, node: int
+) -> None:
+    """Tracer.emit_fields writes exactly the line emit writes for the built event."""
+    spec = spec_for_class(type(event))
+    assert spec.encode_fields(_fields_of(event), ts, node) == _expected(event, ts, node)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(values=st.tuples(*[anything] * 8), ts=anything, node=anything)
+def test_off_type_field_values_encode_as_json_dumps(
+    values: tuple[Any, ...], ts: Any, node: Any
+) -> None:
+    expected = _expected(Scalars(*values), ts, node)
+    assert spec_for_class(Scalars).encode_fields(values, ts, node) == expected
+
+
+@pytest.mark.parametrize("count", [0, 7, 9])
+def test_a_field_tuple_of_the_wrong_length_is_refused(count: int) -> None:
+    """A positional mistake at an emit_fields site cannot shift columns silently."""
+    with pytest.raises(ValueError, match="values to unpack"):
+        spec_for_class(Scalars).encode_fields((1,) * count, 1.0, 0)
+
+
+def test_the_fields_source_unpacks_the_tuple_once() -> None:
+    spec = spec_for_class(Scalars)
+    source = encoder_source(
+        spec.component, spec.event, spec.names, spec.types, from_fields=True
+    )
+    assert source.startswith("def encode(fields, ts, node):")
+    assert "(v0, v1, v2, v3, v4, v5, v6, v7, ) = fields" in source
+    assert "event." not in source
+    assert "_slow(fields, ts, node)" in source

@@ -250,10 +250,11 @@ class Partition(IsrChanges, PartitionReads):
         if self.tracer.wants(HighWatermarkAdvanced):
             tp = self.topic_partition
             hw = self.log.high_watermark
-            self.tracer.emit(
-                HighWatermarkAdvanced(
-                    tp.topic, tp.partition, previous, hw, self.leader_epoch
-                ),
+            # The field values, not the event: this runs on every produce a leader
+            # alone in its ISR answers (Tracer.emit_fields).
+            self.tracer.emit_fields(
+                HighWatermarkAdvanced,
+                (tp.topic, tp.partition, previous, hw, self.leader_epoch),
                 now,
             )
         return True

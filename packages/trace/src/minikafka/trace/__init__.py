@@ -50,6 +50,7 @@ from ._tracer import TracerClosedError as TracerClosedError
 from ._writer import DEFAULT_BUFFER_BYTES as DEFAULT_BUFFER_BYTES
 from ._writer import DEFAULT_MAX_FILE_BYTES as DEFAULT_MAX_FILE_BYTES
 from ._writer import JsonLinesTracer as JsonLinesTracer
+from ._writer import encode_fields_line as encode_fields_line
 from ._writer import encode_line as encode_line
 from ._writer import reference_line as reference_line
 
@@ -69,6 +70,7 @@ __all__ = [
     "configure_from_env",
     "configure_tracing",
     "decode_event",
+    "encode_fields_line",
     "encode_line",
     "event_types",
     "format_summary",

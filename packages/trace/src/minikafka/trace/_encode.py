@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import json.encoder
 import types
+import typing
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
 
 Encoder = Callable[["TraceEvent", float, int], str]
 """``encoder(event, ts, node)``: the event's line, newline included."""
+FieldsEncoder = Callable[[tuple[object, ...], float, int], str]
+"""``encoder(fields, ts, node)``: the same line from the event's field values, in
+declaration order, without the event (``Tracer.emit_fields``)."""
 
 
 def _json_default(value: object) -> object:
@@ -108,8 +112,30 @@ def reference_encoder(component: str, event: str, names: tuple[str, ...]) -> Enc
     return encode
 
 
+def reference_fields_encoder(
+    component: str, event: str, names: tuple[str, ...]
+) -> FieldsEncoder:
+    """:func:`reference_encoder` of an event given as its field values: the same dict.
+
+    A tuple of the wrong length is a ValueError (the writer drops it, loudly).
+    """
+    envelope = {"component": component, "event": event}
+
+    def encode(fields: tuple[object, ...], ts: float, node: int) -> str:
+        record: dict[str, object] = {"ts": ts, "node": node, **envelope}
+        record.update(zip(names, fields, strict=True))
+        return json_value(record) + "\n"
+
+    return encode
+
+
 def encoder_source(
-    component: str, event: str, names: tuple[str, ...], kinds: tuple[FieldType, ...]
+    component: str,
+    event: str,
+    names: tuple[str, ...],
+    kinds: tuple[FieldType, ...],
+    *,
+    from_fields: bool = False,
 ) -> str:
     """The Python source of :func:`compile_encoder`'s function, to read or test.
 
@@ -118,7 +144,8 @@ def encoder_source(
     function reads every field, checks in one condition that each value has its declared
     type (and each float is finite), and then formats the whole line in one f-string;
     otherwise, or if a string field holds a non-string, it returns the reference
-    encoding.
+    encoding. ``from_fields``: it takes the tuple of field values instead of the
+    event (``fields, ts, node``) and unpacks it: a ValueError if its length is wrong.
     """
     for name in names:
         if not name.isidentifier():
@@ -135,24 +162,29 @@ def encoder_source(
         "f'{node}'",
         _constant(',"component":' + _escape(component) + ',"event":' + _escape(event)),
     ]
+    if from_fields:
+        # One UNPACK_SEQUENCE instead of a load per field ("() = fields" if none).
+        loads.append(f"({''.join(f'v{i}, ' for i in range(len(names)))}) = fields")
     for index, (name, kind) in enumerate(zip(names, kinds, strict=True)):
         var = f"v{index}"
-        loads.append(f"{var} = event.{name}")
+        if not from_fields:
+            loads.append(f"{var} = event.{name}")
         guard, placeholder = _fast(var, kind)
         if guard is not None:
             guards.append(guard)
         pieces += [_constant("," + _escape(name) + ":"), f"f'{placeholder}'"]
     pieces.append(_constant("}\n"))
+    argument = "fields" if from_fields else "event"
     return "\n".join(
         [
-            "def encode(event, ts, node):",
+            f"def encode({argument}, ts, node):",
             *(f"    {line}" for line in loads),
             f"    if {' and '.join(guards)}:",
             "        try:",
             f"            return {' '.join(pieces)}",
             "        except TypeError:",
             "            pass",
-            "    return _slow(event, ts, node)",
+            f"    return _slow({argument}, ts, node)",
             "",
         ]
     )
@@ -162,7 +194,30 @@ def compile_encoder(
     component: str, event: str, names: tuple[str, ...], kinds: tuple[FieldType, ...]
 ) -> Encoder:
     """The line encoder of one event class, generated from its declared fields."""
+    slow = reference_encoder(component, event, names)  # as EventSpec.reference
     source = encoder_source(component, event, names, kinds)
+    encode = _compile(source, slow, f"{component}.{event}")
+    _name(encode, component, event, "")
+    return typing.cast(Encoder, encode)
+
+
+def compile_fields_encoder(
+    component: str, event: str, names: tuple[str, ...], kinds: tuple[FieldType, ...]
+) -> FieldsEncoder:
+    """The same line encoder taking the event's field values (``from_fields``)."""
+    slow = reference_fields_encoder(component, event, names)
+    source = encoder_source(component, event, names, kinds, from_fields=True)
+    encode = _compile(source, slow, f"{component}.{event}")
+    _name(encode, component, event, "_fields")
+    return typing.cast(FieldsEncoder, encode)
+
+
+def _name(encode: types.FunctionType, component: str, event: str, tail: str) -> None:
+    encode.__qualname__ = f"encode_{component}_{event}{tail}".replace("-", "_")
+    encode.__doc__ = f"The trace line of a {component}.{event} event (generated)."
+
+
+def _compile(source: str, slow: object, label: str) -> types.FunctionType:
     namespace: dict[str, object] = {
         "_json": json_value,
         "_escape": _escape,
@@ -170,13 +225,11 @@ def compile_encoder(
         "_null": "null",
         "_true": "true",
         "_false": "false",
-        "_slow": reference_encoder(component, event, names),  # as EventSpec.reference
+        "_slow": slow,
     }
-    code = compile(source, f"<trace encoder {component}.{event}>", "exec")
+    code = compile(source, f"<trace encoder {label}>", "exec")
     # The source is built from checked identifiers and repr'd constants only.
     exec(code, namespace)
     encode = namespace["encode"]
     assert isinstance(encode, types.FunctionType)
-    encode.__qualname__ = f"encode_{component}_{event}".replace("-", "_")
-    encode.__doc__ = f"The trace line of a {component}.{event} event (generated)."
     return encode

@@ -17,7 +17,13 @@ from typing import ClassVar, Literal, TypeVar
 
 import attrs
 
-from ._encode import Encoder, compile_encoder, reference_encoder
+from ._encode import (
+    Encoder,
+    FieldsEncoder,
+    compile_encoder,
+    compile_fields_encoder,
+    reference_encoder,
+)
 
 ENVELOPE_FIELDS = ("ts", "node", "component", "event")
 """The names every written line starts with; event fields may not reuse them."""
@@ -78,6 +84,9 @@ class EventSpec:
     """``encode(event, ts, node)``: the event's JSON line, generated for this class."""
     reference: Encoder = attrs.field(eq=False, repr=False)
     """The same line by definition (a dict through ``json``): slower, for tests and bench/."""
+    encode_fields: FieldsEncoder = attrs.field(eq=False, repr=False)
+    """``encode_fields(fields, ts, node)``: the same line from the field values in
+    declaration order, generated too (``Tracer.emit_fields``)."""
 
     @property
     def key(self) -> tuple[str, str]:
@@ -173,6 +182,7 @@ def _build_spec(cls: type[TraceEvent]) -> EventSpec:
     field_names, field_kinds = tuple(names), tuple(kinds)
     encode = compile_encoder(component, event, field_names, field_kinds)
     reference = reference_encoder(component, event, field_names)
+    encode_fields = compile_fields_encoder(component, event, field_names, field_kinds)
     return EventSpec(
         cls,
         component,
@@ -182,6 +192,7 @@ def _build_spec(cls: type[TraceEvent]) -> EventSpec:
         field_kinds,
         encode,
         reference,
+        encode_fields,
     )
 
 

@@ -19,13 +19,10 @@ class TracerClosedError(RuntimeError):
 
 @runtime_checkable
 class Tracer(Protocol):
-    """Where trace events go.
-
-    ``enabled`` is False when events would be dropped, so a hot path can skip building
-    one: ``if tracer.enabled: tracer.emit(RequestCompleted(...))``. A path that runs per
-    request asks about its own kind instead, :meth:`wants`, since a tracer may write
-    only the kinds its readers asked for.
-    """
+    """Where trace events go. ``enabled`` is False when events would be dropped, so a
+    hot path can skip building one: ``if tracer.enabled: tracer.emit(Event(...))``. A
+    path that runs per request asks about its own kind instead, :meth:`wants`, since a
+    tracer may write only the kinds its readers asked for."""
 
     @property
     def enabled(self) -> bool: ...
@@ -41,12 +38,19 @@ class Tracer(Protocol):
         ...
 
     def emit(self, event: TraceEvent, ts: float | None = None) -> None:
-        """Record ``event`` at ``ts`` (seconds since the epoch).
+        """Record ``event`` at ``ts`` (seconds since the epoch). A core always passes
+        the ``now`` it was given (an :class:`~minikafka.trace.EpochClock` reading);
+        only a shell leaves it out, for the tracer to read the wall clock."""
+        ...
 
-        A core always passes ``ts``: the ``now`` it was given (an
-        :class:`~minikafka.trace.EpochClock` reading). Only a shell may leave it out,
-        for the tracer to read the wall clock.
-        """
+    def emit_fields(
+        self,
+        event_type: type[TraceEvent],
+        fields: tuple[object, ...],
+        ts: float | None = None,
+    ) -> None:
+        """``emit(event_type(*fields), ts)`` without building the event: its field
+        values in declaration order, for a site that runs per request."""
         ...
 
     def flush(self) -> None: ...
@@ -68,6 +72,14 @@ class NullTracer:
         return False
 
     def emit(self, event: TraceEvent, ts: float | None = None) -> None:
+        pass
+
+    def emit_fields(
+        self,
+        event_type: type[TraceEvent],
+        fields: tuple[object, ...],
+        ts: float | None = None,
+    ) -> None:
         pass
 
     def flush(self) -> None:

@@ -23,15 +23,15 @@ import logging
 import os
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from threading import Event, Lock, Thread
 from types import TracebackType
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import attrs
 
-from ._encode import Encoder
+from ._encode import Encoder, FieldsEncoder
 from ._event import TraceEvent, spec_for_class
 from ._files import next_seq, trace_file_name
 from ._tracer import TracerClosedError
@@ -49,6 +49,9 @@ _CHUNK = 256
 writer at 9.4 µs per small Produce against 8.1 (bench/tracing_cpu.py, a loaded machine)."""
 
 _now = time.time
+_Pending = tuple[Callable[[Any, float, int], str], object, float]
+"""A queued event: its encoder, the event (or its field values, for the encoder taking
+them) and its time."""
 log = logging.getLogger("minikafka.trace")
 
 
@@ -59,6 +62,13 @@ def encode_line(event: TraceEvent, ts: float, node: int) -> str:
     as :func:`reference_line`.
     """
     return spec_for_class(type(event)).encode(event, ts, node)
+
+
+def encode_fields_line(
+    event_type: type[TraceEvent], fields: tuple[object, ...], ts: float, node: int
+) -> str:
+    """The same line for an event given as its field values (``Tracer.emit_fields``)."""
+    return spec_for_class(event_type).encode_fields(fields, ts, node)
 
 
 def reference_line(event: TraceEvent, ts: float, node: int) -> str:
@@ -92,16 +102,17 @@ class JsonLinesTracer:
     _encoders: dict[type[TraceEvent], Encoder | None] = attrs.field(
         init=False, factory=dict
     )
+    _fields_encoders: dict[type[TraceEvent], FieldsEncoder | None] = attrs.field(
+        init=False, factory=dict
+    )
     events: frozenset[str] | None = attrs.field(default=None, kw_only=True)
     """The kinds written, as ``"component.event"`` (``"net.request"``); None: every kind."""
     flush_interval: float | None = attrs.field(default=None, kw_only=True)
     max_pending: int = attrs.field(default=DEFAULT_MAX_PENDING, kw_only=True)
     _stop_flusher: Event = attrs.field(init=False, factory=Event)
-    # Emitted, not yet encoded: (encoder, event, ts), oldest first. A deque, because its
-    # append (any emitting thread) and popleft (under the lock) are atomic.
-    _pending: deque[tuple[Encoder, TraceEvent, float]] = attrs.field(
-        init=False, factory=deque
-    )
+    # Emitted, not yet encoded: (encoder, event or fields, ts), oldest first. A deque,
+    # because its append (any emitting thread) and popleft (under the lock) are atomic.
+    _pending: deque[_Pending] = attrs.field(init=False, factory=deque)
     # A plain attribute, not a property: every traced call site reads it.
     enabled: bool = attrs.field(init=False, default=True)
 
@@ -193,6 +204,32 @@ class JsonLinesTracer:
             with self._lock:
                 self._encode_pending(len(pending))
 
+    def emit_fields(
+        self,
+        event_type: type[TraceEvent],
+        fields: tuple[object, ...],
+        ts: float | None = None,
+    ) -> None:
+        if self._closed:
+            raise TracerClosedError(
+                f"trace event {event_type.__name__} emitted after the tracer for node "
+                f"{self.node} in {self.directory} was closed"
+            )
+        try:
+            encode = self._fields_encoders[event_type]
+        except KeyError:
+            wanted = self._encoder_for(event_type) is not None
+            encode = self._fields_encoders[event_type] = (
+                spec_for_class(event_type).encode_fields if wanted else None
+            )
+        if encode is None:
+            return  # a kind this tracer does not write
+        pending = self._pending
+        pending.append((encode, fields, _now() if ts is None else float(ts)))
+        if len(pending) >= self.max_pending:
+            with self._lock:
+                self._encode_pending(len(pending))
+
     def _encoder_for(self, event_type: type[TraceEvent]) -> Encoder | None:
         # First event of this class here: its generated encoder (None: a kind not
         # written), or the TypeError naming the missing @register_event (here, not in
@@ -269,22 +306,45 @@ class JsonLinesTracer:
     def _encode_pending(self, count: int) -> None:
         """Encode the ``count`` oldest emitted events into the buffer (the lock held):
         the file rotates before a line that would take it past ``max_file_bytes``, and
-        the buffer goes out when it outgrows ``buffer_bytes``."""
-        pending, buffer, node = self._pending, self._buffer, self.node
+        the buffer goes out when it outgrows ``buffer_bytes``.
+
+        The lines are encoded first and joined into one string, so the bookkeeping
+        (sizes, rotation, the buffer's bound) is per chunk, not per line, unless the
+        chunk would take the file past ``max_file_bytes``.
+        """
+        pending, node = self._pending, self.node
+        lines: list[str] = []
         for _ in range(count):
             encode, event, ts = pending.popleft()
             try:
-                line = encode(event, ts, node)
+                lines.append(encode(event, ts, node))
             except (TypeError, ValueError):
-                # A value JSON cannot hold (a type the annotation does not allow):
-                # that event is lost, loudly, and the trace goes on.
+                # A value JSON cannot hold (a type the annotation does not allow, a
+                # field tuple of the wrong length): that event is lost, loudly, and the
+                # trace goes on.
                 log.exception("trace event %r cannot be encoded; dropped", event)
-                continue
+        if not lines:
+            return  # nothing to write: no empty string in the buffer, no empty file
+        chunk = "".join(lines)
+        size = len(chunk)
+        if self._file_bytes + size > self.max_file_bytes and (
+            self._file_bytes or len(lines) > 1
+        ):
+            self._buffer_each(lines)  # the file rotates inside this chunk
+            return
+        self._buffer.append(chunk)
+        self._buffered_bytes += size
+        self._file_bytes += size
+        if self._buffered_bytes > self.buffer_bytes:
+            self._write_out()
+
+    def _buffer_each(self, lines: list[str]) -> None:
+        for line in lines:
             size = len(line)
             if self._file_bytes and self._file_bytes + size > self.max_file_bytes:
                 self._write_out()
                 self._rotate()
-            buffer.append(line)
+            self._buffer.append(line)
             self._buffered_bytes += size
             self._file_bytes += size
             if self._buffered_bytes > self.buffer_bytes:

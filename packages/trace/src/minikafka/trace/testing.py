@@ -53,6 +53,15 @@ class RecordingTracer:
             )
         self.records.append((time.time() if ts is None else float(ts), event))
 
+    def emit_fields(
+        self,
+        event_type: type[TraceEvent],
+        fields: tuple[object, ...],
+        ts: float | None = None,
+    ) -> None:
+        # Built here, so a test sees the typed event and a wrong field count fails.
+        self.emit(event_type(*fields), ts)
+
     def flush(self) -> None:
         pass
 
