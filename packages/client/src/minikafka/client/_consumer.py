@@ -361,9 +361,12 @@ async def consumer_network(
             client_id=config.client_id,
             request_timeout=(config.request_timeout_ms + config.fetch_max_wait_ms)
             / 1000,
+            security=config.security,
         ) as client,
         NetworkClient.open(
-            client_id=config.client_id, request_timeout=group_request_timeout(config)
+            client_id=config.client_id,
+            request_timeout=group_request_timeout(config),
+            security=config.security,
         ) as group_client,
     ):
         yield client, group_client

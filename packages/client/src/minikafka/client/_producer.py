@@ -122,6 +122,7 @@ class Producer:
             client_id=c.client_id,
             max_in_flight=c.max_in_flight,
             request_timeout=c.request_timeout_ms / 1000,
+            security=c.security,
         ) as client:
             self._shell = ProducerShell(
                 self._sender,

@@ -25,6 +25,11 @@ from ._client import Node as Node
 from ._client import PendingRequest as PendingRequest
 from ._client import RequestTimedOut as RequestTimedOut
 from ._client import UnsupportedVersionError as UnsupportedVersionError
+from ._client_security import CLIENT_SECURITY_KEYS as CLIENT_SECURITY_KEYS
+from ._client_security import AuthenticationFailed as AuthenticationFailed
+from ._client_security import ClientSecurity as ClientSecurity
+from ._client_security import SaslAuthenticationFailed as SaslAuthenticationFailed
+from ._client_security import SslAuthenticationFailed as SslAuthenticationFailed
 from ._codec import api_name as api_name
 from ._codec import build as build
 from ._codec import decode_request_body as decode_request_body
@@ -79,6 +84,7 @@ from ._server import RequestHandler as RequestHandler
 from ._server import SocketServer as SocketServer
 
 __all__ = [
+    "CLIENT_SECURITY_KEYS",
     "DEFAULT_SECURITY_PROTOCOL_MAP",
     "NET_CONFIG",
     "NO_FEATURES",
@@ -88,7 +94,9 @@ __all__ = [
     "ApiKey",
     "ApiSpec",
     "ApiTable",
+    "AuthenticationFailed",
     "ClientError",
+    "ClientSecurity",
     "ConnectionAccepted",
     "ConnectionClosed",
     "ConnectionQuotas",
@@ -119,7 +127,9 @@ __all__ = [
     "RequestTimedOut",
     "Response",
     "ResponseAction",
+    "SaslAuthenticationFailed",
     "SocketServer",
+    "SslAuthenticationFailed",
     "UnsupportedVersionError",
     "answer_without_sasl",
     "api_name",

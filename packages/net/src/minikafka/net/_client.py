@@ -20,6 +20,7 @@ from __future__ import annotations
 import collections
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
 
 import attrs
 import trio
@@ -44,6 +45,9 @@ from ._headers import (
     parse_response_header,
     response_header_version,
 )
+
+if TYPE_CHECKING:
+    from ._client_security import ClientSecurity
 
 
 class ClientError(Exception):
@@ -91,7 +95,7 @@ class _InFlight:
 @attrs.define(eq=False)
 class _NodeConnection:
     node: Node
-    stream: trio.SocketStream
+    stream: trio.abc.Stream
     max_in_flight: int
     max_frame_bytes: int
     api_versions: dict[int, tuple[int, int]] = attrs.field(factory=dict)
@@ -225,6 +229,8 @@ class NetworkClient:
     """``request.timeout.ms`` / 1000"""
     connect_timeout: float = 10.0
     max_frame_bytes: int = 100 * 1024 * 1024
+    security: ClientSecurity | None = None
+    """``security.protocol`` and its TLS and SASL settings (None: PLAINTEXT)"""
     _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
     _connections: dict[Node, _NodeConnection] = attrs.field(init=False, factory=dict)
     _connecting: dict[Node, trio.Lock] = attrs.field(init=False, factory=dict)
@@ -342,7 +348,12 @@ class NetworkClient:
             raise RuntimeError("use `async with NetworkClient.open() as client`")
         try:
             with trio.fail_after(self.connect_timeout):
-                stream = await trio.open_tcp_stream(node.host, node.port)
+                socket = await trio.open_tcp_stream(node.host, node.port)
+                try:
+                    stream = await self._secure(socket, node.host)
+                except BaseException:
+                    await trio.aclose_forcefully(socket)
+                    raise
         except (OSError, trio.TooSlowError) as e:
             raise DisconnectedError(
                 f"cannot connect to node {node.node_id} at {node.host}:{node.port}: {e}"
@@ -354,10 +365,20 @@ class NetworkClient:
         self._connections[node] = connection
         try:
             connection.api_versions = await self._negotiate(connection)
+            if self.security is not None:
+                await self.security.authenticate(
+                    lambda body: self._send_on(connection, body)
+                )
         except BaseException:
             self._drop(connection, DisconnectedError("ApiVersions handshake failed"))
             raise
         return connection
+
+    async def _secure(self, socket: trio.SocketStream, host: str) -> trio.abc.Stream:
+        """TLS over ``socket`` if ``security.protocol`` says so."""
+        return (
+            socket if self.security is None else await self.security.wrap(socket, host)
+        )
 
     async def _negotiate(
         self, connection: _NodeConnection
@@ -422,9 +443,7 @@ class PendingRequest:
         return item.response
 
 
-async def _run_connection(
-    connection: _NodeConnection, stream: trio.SocketStream
-) -> None:
+async def _run_connection(connection: _NodeConnection, stream: trio.abc.Stream) -> None:
     try:
         await connection.run()
     finally:

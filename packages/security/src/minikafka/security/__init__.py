@@ -70,6 +70,9 @@ from ._sasl import SaslAuthenticationError as SaslAuthenticationError
 from ._sasl import SaslError as SaslError
 from ._sasl import SaslServer as SaslServer
 from ._sasl import parse_jaas_config as parse_jaas_config
+from ._sasl_client import CLIENT_MECHANISMS as CLIENT_MECHANISMS
+from ._sasl_client import SaslClient as SaslClient
+from ._sasl_client import SaslClientSettings as SaslClientSettings
 from ._scram import DelegationTokenCredential as DelegationTokenCredential
 from ._scram import ScramSaslClient as ScramSaslClient
 from ._scram import ScramSaslServer as ScramSaslServer
@@ -88,6 +91,7 @@ from ._scram_formatter import generate_credential as generate_credential
 __all__ = [
     "ANONYMOUS",
     "ANY_FILTER",
+    "CLIENT_MECHANISMS",
     "CLUSTER_NAME",
     "OAUTHBEARER",
     "PLAIN",
@@ -127,6 +131,8 @@ __all__ = [
     "Respond",
     "RespondWithError",
     "SaslAuthenticationError",
+    "SaslClient",
+    "SaslClientSettings",
     "SaslError",
     "SaslServer",
     "SaslServerAuthenticator",
