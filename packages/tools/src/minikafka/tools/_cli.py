@@ -9,7 +9,8 @@ and ``kafka-leader-election.sh`` (:mod:`._cli_reassign`), ``metadata-quorum`` is
 ``kafka-metadata-quorum.sh`` (:mod:`._quorum`), ``configs`` is ``kafka-configs.sh``
 (:mod:`._cli_configs`), ``delete-records`` is ``kafka-delete-records.sh``
 (:mod:`._delete_records`), ``transactions`` is ``kafka-transactions.sh``'s ``list`` and
-``describe`` (:mod:`._transactions`). A broker's error is printed under Kafka's
+``describe`` (:mod:`._transactions`), ``acls`` is ``kafka-acls.sh`` (:mod:`._cli_acls`,
+its work in :mod:`._acls`). A broker's error is printed under Kafka's
 name and the tool exits 1; a bad argument exits 2 (``configs`` prints both as
 ConfigCommand does, and exits 1).
 
@@ -30,6 +31,7 @@ from rich.console import Console
 
 from minikafka.client import AsyncAdminClient
 
+from ._cli_acls import acls
 from ._cli_common import BootstrapServer, run_client_tool
 from ._cli_common import run_tool as _run_tool
 from ._cli_common import usage as _usage
@@ -73,6 +75,7 @@ def _group() -> None:
 app.command("reassign-partitions")(reassign_partitions)
 app.command("leader-election")(leader_election)
 app.command("configs")(configs)
+app.command("acls")(acls)
 app.command("delete-records")(delete_records)
 
 

@@ -38,6 +38,8 @@ from minikafka.client import (
     KafkaError,
 )
 
+from ._connection import java_properties
+
 TOPICS, BROKERS = "topics", "brokers"
 # Every entity type of Kafka 4.1's tool, in the order its message lists them; minikafka
 # has configs only for the first two it serves.
@@ -225,20 +227,7 @@ def parse_properties(text: str) -> dict[str, str]:
     or ``key value``) lines, ``#`` and ``!`` comments, a trailing backslash continuing
     a line; Java's escapes other than that are not read. The keys are checked as
     ``--add-config``'s are."""
-    configs: dict[str, str] = {}
-    logical = ""
-    for raw in text.splitlines():
-        line = logical + raw.lstrip()
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:  # an odd count of backslashes: the line goes on
-            logical = line[:-1]
-            continue
-        logical = ""
-        if not line.strip() or line[0] in "#!":
-            continue
-        match = re.match(r"([^=:\s]*)\s*[=:\s]\s*(.*)", line)
-        key, value = (match[1], match[2]) if match else (line.strip(), "")
-        configs[key] = value  # trailing spaces are the value's, as in Java
+    configs = java_properties(text)
     for key in configs:
         if not _KEY.fullmatch(key):
             raise ConfigCommandError(f"Invalid character found for config key: {key}")
