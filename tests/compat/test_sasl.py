@@ -37,6 +37,7 @@ from tests.compat._secure_clients import (
     kafka_python_round_trip,
     kcat_round_trip,
     librdkafka_config,
+    minikafka_config,
     minikafka_round_trip,
     values,
 )
@@ -326,3 +327,54 @@ def test_librdkafka_reauthenticates_on_the_same_connection(
     consumer.close()
     assert got == [b"%d" % i for i in range(sent)]
     assert not [line for line in process.output if "session expired" in line]
+
+
+@pytest.mark.parametrize(
+    ("listener", "mechanism", "user", "password"),
+    [
+        ("SASL_PLAINTEXT", "PLAIN", "alice", "guess"),
+        ("SASL_SSL", "SCRAM-SHA-512", "alice", "guess"),
+        ("SASL_PLAINTEXT", "SCRAM-SHA-256", "mallory", "x"),
+    ],
+)
+def test_minikafka_clients_refused_at_authentication_raise_kafkas_error(
+    addresses: dict[str, str],
+    pki: ThrowawayPki,
+    listener: str,
+    mechanism: str,
+    user: str,
+    password: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Bad credentials: minikafka's producer raises SASL_AUTHENTICATION_FAILED from
+    ``produce`` (not max.block.ms's UNKNOWN_TOPIC_OR_PARTITION after a minute), its
+    consumer's ``poll`` returns it as an error message, and its admin client raises it;
+    the broker's message says why."""
+    from minikafka.client import AdminClient as MiniAdmin
+    from minikafka.client import Consumer as MiniConsumer
+    from minikafka.client import KafkaException as MiniKafkaException
+    from minikafka.client import Producer as MiniProducer
+
+    topic = unique_name(request, "sasl-refused-")
+    s = secured(addresses, pki, listener, mechanism, user=user, password=password)
+    config = {"bootstrap.servers": s.bootstrap, **minikafka_config(s)}
+    producer = MiniProducer(config)
+    with pytest.raises(MiniKafkaException) as refused:
+        producer.produce(topic, b"never", partition=0)
+    producer.close()
+    assert refused.value.args[0].name() == "SASL_AUTHENTICATION_FAILED"
+    assert "Authentication failed" in refused.value.args[0].str() or (
+        "invalid credentials" in refused.value.args[0].str()
+    )
+    with MiniConsumer({**config, "group.id": topic}) as consumer:
+        consumer.subscribe([topic])
+        error = None
+        deadline = time.monotonic() + TIMEOUT
+        while error is None and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            error = None if message is None else message.error()
+    assert error is not None
+    assert error.name() == "SASL_AUTHENTICATION_FAILED"
+    with pytest.raises(MiniKafkaException) as admin_refused:
+        MiniAdmin(config).list_topics(timeout=TIMEOUT)
+    assert admin_refused.value.args[0].name() == "SASL_AUTHENTICATION_FAILED"

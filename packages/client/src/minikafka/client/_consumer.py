@@ -199,6 +199,9 @@ class Consumer:
             self._run_callbacks()
             with self._changed:
                 errors, self._shell.errors = self._shell.errors, []
+                refused = self._metadata.authentication_error
+                if refused is not None and not errors:
+                    errors = [KafkaError(*refused)]  # Kafka's AuthenticationException
                 records = self._fetcher.take(limit) if not errors else []
             if records or errors:
                 self._wake()  # positions moved: the Fetcher may fetch those partitions again

@@ -214,6 +214,8 @@ class Producer:
             info = metadata.partitions(topic)
             if info is not None:
                 return info
+            if metadata.authentication_error is not None:
+                raise KafkaException(KafkaError(*metadata.authentication_error))
             known = metadata.topics.get(topic)
             if known is not None and known.error not in (
                 0,
