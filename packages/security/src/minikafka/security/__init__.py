@@ -87,6 +87,7 @@ from ._scram_formatter import (
     credential_from_salted_password as credential_from_salted_password,
 )
 from ._scram_formatter import generate_credential as generate_credential
+from ._scram_formatter import salted_password as salted_password
 
 __all__ = [
     "ANONYMOUS",
@@ -161,6 +162,7 @@ __all__ = [
     "parse_super_users",
     "plain_client_message",
     "plain_users",
+    "salted_password",
     "unsecured_token",
     "validate_filter",
     "validate_new_acl",

@@ -42,7 +42,7 @@ from ._connection import java_properties
 
 TOPICS, BROKERS = "topics", "brokers"
 # Every entity type of Kafka 4.1's tool, in the order its message lists them; minikafka
-# has configs only for the first two it serves.
+# serves topics, brokers, and users' SCRAM credentials (``_configs_users``).
 KAFKA_ENTITY_TYPES = (
     "topics",
     "clients",
@@ -53,7 +53,7 @@ KAFKA_ENTITY_TYPES = (
     "groups",
     "broker-loggers",
 )
-SERVED = (TOPICS, BROKERS)
+SERVED = (TOPICS, BROKERS, "users")
 DEFAULT_ENTITY = ""  # --entity-default: the brokers' cluster-wide default
 MAX_TOPIC_NAME = 249
 
@@ -147,7 +147,11 @@ def check_flags(flags: Flags) -> Entity:
     if kind not in SERVED:
         raise ConfigCommandError(
             f"Invalid entity type {kind}: minikafka has configs for "
-            f"{' and '.join(SERVED)} only"
+            f"{', '.join(SERVED)} only"
+        )
+    if kind == "users" and flags.entity_default:
+        raise ConfigCommandError(
+            "--entity-default of users names client quotas, which minikafka does not keep"
         )
     names = [*flags.entity_names, *([DEFAULT_ENTITY] * flags.entity_default)]
     names += [n for n in (flags.topic, flags.broker) if n is not None]
@@ -165,7 +169,7 @@ def check_flags(flags: Flags) -> Entity:
             "--entity-default must not be specified with --describe of topics"
         )
     if flags.alter:
-        if kind == BROKERS and not names:
+        if kind in (BROKERS, "users") and not names:
             raise ConfigCommandError(
                 "An entity-name or default entity must be specified with --alter of "
                 "users, clients, brokers or ips"
