@@ -157,3 +157,33 @@ def test_refused_user_alterations_exit_1_saying_why(
     )
     assert result.returncode == 1
     assert message in result.stderr
+
+
+def test_topics_console_producer_and_consumer_connect_through_property_files(
+    tool: Tool, request: pytest.FixtureRequest
+) -> None:
+    """``topics --command-config``, ``produce --producer.config`` and ``consume
+    --consumer.config`` over SASL_PLAINTEXT: the topic is made, the lines go in, and
+    the same lines come out."""
+    properties = tool.command[tool.command.index("--command-config") + 1]
+    topic = unique_name(request, "console-sasl-")
+    base = [sys.executable, "-m", "minikafka.tools"]
+    where = ["--bootstrap-server", tool.bootstrap]
+    created = subprocess.run(
+        [*base, "topics", *where, "--command-config", properties, "--create",
+         "--topic", topic, "--partitions", "1"],
+        capture_output=True, text=True, timeout=TIMEOUT, check=False,
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    produced = subprocess.run(
+        [*base, "produce", *where, "--producer.config", properties, "--topic", topic],
+        input="one\ntwo\nthree\n", capture_output=True, text=True, timeout=TIMEOUT,
+        check=False,
+    )  # fmt: skip
+    assert produced.returncode == 0, produced.stderr
+    consumed = subprocess.run(
+        [*base, "consume", *where, "--consumer.config", properties, "--topic", topic,
+         "--from-beginning", "--max-messages", "3"],
+        capture_output=True, text=True, timeout=TIMEOUT, check=False,
+    )  # fmt: skip
+    assert consumed.stdout.splitlines() == ["one", "two", "three"]

@@ -102,6 +102,9 @@ class _NodeConnection:
     unsent: collections.deque[_InFlight] = attrs.field(factory=collections.deque)
     in_flight: collections.deque[_InFlight] = attrs.field(factory=collections.deque)
     closed: bool = False
+    # Set once ApiVersions is answered and, on a SASL listener, the client is
+    # authenticated: until then no other request may be queued on the connection.
+    ready: trio.Event = attrs.field(factory=trio.Event)
     _wakeup: trio.Event = attrs.field(factory=trio.Event)
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
 
@@ -334,12 +337,12 @@ class NetworkClient:
 
     async def _connection(self, node: Node) -> _NodeConnection:
         existing = self._connections.get(node)
-        if existing is not None and not existing.closed:
+        if existing is not None and not existing.closed and existing.ready.is_set():
             return existing
         lock = self._connecting.setdefault(node, trio.Lock())
-        async with lock:
+        async with lock:  # held while connecting: a second caller waits for the first
             existing = self._connections.get(node)
-            if existing is not None and not existing.closed:
+            if existing is not None and not existing.closed and existing.ready.is_set():
                 return existing
             return await self._connect(node)
 
@@ -372,6 +375,7 @@ class NetworkClient:
         except BaseException:
             self._drop(connection, DisconnectedError("ApiVersions handshake failed"))
             raise
+        connection.ready.set()
         return connection
 
     async def _secure(self, socket: trio.SocketStream, host: str) -> trio.abc.Stream:

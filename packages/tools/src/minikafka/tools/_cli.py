@@ -32,13 +32,13 @@ from rich.console import Console
 from minikafka.client import AsyncAdminClient
 
 from ._cli_acls import acls
-from ._cli_common import BootstrapServer, run_client_tool
+from ._cli_common import BootstrapServer, CommandConfig, run_client_tool
 from ._cli_common import run_tool as _run_tool
 from ._cli_common import usage as _usage
 from ._cli_configs import configs
 from ._cli_groups import groups
 from ._cli_reassign import leader_election, reassign_partitions
-from ._connection import ToolError
+from ._connection import ToolError, load_properties
 from ._consume import ConsumeOptions, console_consumer, parse_offset
 from ._consume import check_config as consumer_config_check
 from ._delete_records import delete_records
@@ -82,6 +82,7 @@ app.command("delete-records")(delete_records)
 @app.command()
 def topics(
     bootstrap_server: BootstrapServer,
+    command_config: CommandConfig = None,
     create: Annotated[bool, typer.Option("--create", help="create --topic")] = False,
     list_: Annotated[bool, typer.Option("--list", help="list the topics")] = False,
     describe: Annotated[
@@ -197,7 +198,7 @@ def topics(
             if await delete_topic(cluster, topic, if_exists=if_exists):
                 print(f"Deleted topic {topic}.")
 
-    _run_tool(run, bootstrap_server, "minikafka-topics")
+    _run_tool(run, bootstrap_server, "minikafka-topics", command_config)
 
 
 @app.command()
@@ -255,6 +256,14 @@ def produce(
             help="any producer configuration key (repeatable), e.g. enable.idempotence=false",
         ),
     ] = None,
+    producer_config_file: Annotated[
+        str | None,
+        typer.Option(
+            "--producer.config",
+            metavar="FILE",
+            help="a properties file of producer keys (security.protocol, ssl.*, sasl.*...)",
+        ),
+    ] = None,
 ) -> None:
     """Send each line of stdin as a record (kafka-console-producer.sh)."""
     try:
@@ -268,7 +277,14 @@ def produce(
             linger_ms=linger_ms,
             timeout_ms=request_timeout_ms,
             sync=sync,
-            properties=dict(parse_config(item) for item in producer_property or ()),
+            properties={
+                **(
+                    {}
+                    if producer_config_file is None
+                    else load_properties(producer_config_file)
+                ),
+                **dict(parse_config(item) for item in producer_property or ()),
+            },
         )
         # The client's configuration names a bad key before anything connects.
         producer_config_check(options, bootstrap_server)
@@ -335,6 +351,14 @@ def consume(
             help="any consumer configuration key (repeatable), e.g. isolation.level=read_committed",
         ),
     ] = None,
+    consumer_config_file: Annotated[
+        str | None,
+        typer.Option(
+            "--consumer.config",
+            metavar="FILE",
+            help="a properties file of consumer keys (security.protocol, ssl.*, sasl.*...)",
+        ),
+    ] = None,
 ) -> None:
     """Print the records of a topic's partitions (kafka-console-consumer.sh)."""
     try:
@@ -355,7 +379,14 @@ def consume(
             print_partition=print_partition,
             separator=unescape(key_separator),
             group=group,
-            properties=dict(parse_config(item) for item in consumer_property or ()),
+            properties={
+                **(
+                    {}
+                    if consumer_config_file is None
+                    else load_properties(consumer_config_file)
+                ),
+                **dict(parse_config(item) for item in consumer_property or ()),
+            },
         )
         consumer_config_check(options, bootstrap_server)
     except ToolError as e:
