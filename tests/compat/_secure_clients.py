@@ -245,3 +245,43 @@ def minikafka_round_trip(s: Secured, topic: str) -> list[bytes]:
     finally:
         consumer.close()
     return got
+
+
+# --- Kafka's Java client -------------------------------------------------------------
+
+
+def java_round_trip(s: Secured, topic: str) -> list[bytes]:
+    """Kafka's Java client (the reference bench's kafka-clients) with the same keys as
+    minikafka's: its Admin makes the topic, its producer writes, and a consumer in group
+    ``topic`` reads the values back (subscribe, then a commit)."""
+    from tests.compat import _java
+
+    config = {k: str(v) for k, v in minikafka_config(s).items()}
+    steps: list[dict[str, Any]] = [
+        {
+            "op": "admin",
+            "action": "create_topics",
+            "config": config,
+            "topics": [
+                {"name": topic, "partitions": 1, "replication": 1, "configs": {}}
+            ],
+        },
+        {
+            "op": "produce",
+            "topic": topic,
+            "config": config,
+            "records": [
+                {"key": None, "value": v.decode(), "partition": 0}
+                for v in values(topic)
+            ],
+        },
+        {
+            "op": "consume",
+            "subscribe": [topic],
+            "count": COUNT,
+            "commit": True,
+            "config": {**config, "group.id": topic, "auto.offset.reset": "earliest"},
+        },
+    ]
+    run = _java.scenario(s.bootstrap, steps)
+    return [r["value"].encode() for r in run.result(2)["records"]]

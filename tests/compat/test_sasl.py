@@ -34,6 +34,7 @@ from tests.compat._secure_clients import (
     Secured,
     aiokafka_round_trip,
     confluent_round_trip,
+    java_round_trip,
     kafka_python_round_trip,
     kcat_round_trip,
     librdkafka_config,
@@ -158,6 +159,24 @@ def test_minikafka_authenticates_produces_and_consumes_in_a_group(
     topic = unique_name(request, "sasl-minikafka-")
     s = secured(addresses, pki, listener, mechanism, user="bob")
     assert minikafka_round_trip(s, topic) == values(topic)
+
+
+@pytest.mark.security_matrix("java")
+@pytest.mark.parametrize(
+    ("listener", "mechanism"),
+    [("SASL_SSL", "SCRAM-SHA-512"), ("SASL_PLAINTEXT", "PLAIN")],
+)
+def test_the_java_client_authenticates_produces_and_consumes_in_a_group(
+    addresses: dict[str, str],
+    pki: ThrowawayPki,
+    listener: str,
+    mechanism: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Kafka's Java client with ``sasl.jaas.config`` and a PEM trust store."""
+    topic = unique_name(request, "sasl-java-")
+    s = secured(addresses, pki, listener, mechanism)
+    assert java_round_trip(s, topic) == values(topic)
 
 
 @pytest.mark.security_matrix("kcat", mechanism="PLAIN")

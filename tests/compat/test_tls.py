@@ -27,6 +27,7 @@ from tests.compat._secure_clients import (
     Secured,
     aiokafka_round_trip,
     confluent_round_trip,
+    java_round_trip,
     kafka_python_round_trip,
     kcat_round_trip,
     minikafka_round_trip,
@@ -123,6 +124,20 @@ def test_each_client_produces_and_consumes_over_tls(
     topic = unique_name(request, f"tls-{client}-")
     round_trip = ROUND_TRIPS[client]
     assert round_trip(secured(tls_broker, pki, listener), topic) == values(topic)
+
+
+@pytest.mark.security_matrix("java")
+@pytest.mark.parametrize("listener", LISTENERS)
+def test_the_java_client_produces_and_consumes_in_a_group_over_tls(
+    tls_broker: dict[str, str],
+    pki: ThrowawayPki,
+    listener: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Kafka's Java client with PEM stores (KIP-651): the CA as its trust store, and on
+    the mTLS listener alice's certificate and key as its key store."""
+    topic = unique_name(request, "tls-java-")
+    assert java_round_trip(secured(tls_broker, pki, listener), topic) == values(topic)
 
 
 @pytest.mark.security_matrix("kcat")
