@@ -162,6 +162,8 @@ def test_minikafka_authenticates_produces_and_consumes_in_a_group(
 
 
 @pytest.mark.security_matrix("java")
+@pytest.mark.compat("SaslHandshake", "java")
+@pytest.mark.compat("SaslAuthenticate", "java")
 @pytest.mark.parametrize(
     ("listener", "mechanism"),
     [("SASL_SSL", "SCRAM-SHA-512"), ("SASL_PLAINTEXT", "PLAIN")],
