@@ -192,6 +192,11 @@ def test_remove_without_force_asks_and_keeps_the_acls_on_no(tool: list[str]) -> 
             "ResourceType GROUP only supports operations",
         ),
         (["--add", "--allow-principal", "User:x"], "You must provide at least one resource"),
+        (["--list", "--allow-principal", "User:x"],
+         'Option "[list]" can\'t be used with option "[allow-principal]"'),
+        (["--add", "--allow-principal", "User:x", "--consumer", "--topic", "t"],
+         "With --consumer you must specify a --topic and a --group"),
+        (["--topic", "t"], "Command must include exactly one action"),
         (["--add", "--allow-principal", "alice", "--topic", "t"], "principalType:principalName"),
     ],
 )  # fmt: skip

@@ -88,6 +88,46 @@ class AclFlags:
     idempotent: bool = False
 
 
+def check_args(given: set[str]) -> None:
+    """AclCommandOptions' ``checkArgs`` over the options given (by name, without the
+    dashes): AclCommandUsage with Kafka's message for a combination it refuses."""
+    actions = given & {"add", "remove", "list"}
+    if len(actions) != 1:
+        raise AclCommandUsage(
+            "Command must include exactly one action: --list, --add, --remove. "
+        )
+    invalid = {
+        "list": ("producer", "consumer", "allow-host", "allow-principal", "deny-host",
+                 "deny-principal"),
+        "producer": ("operation", "deny-principal", "deny-host"),
+        "consumer": ("operation", "deny-principal", "deny-host"),
+    }  # fmt: skip
+    for used, refused in invalid.items():
+        for other in refused:
+            if used in given and other in given:
+                raise AclCommandUsage(
+                    f'Option "[{used}]" can\'t be used with option "[{other}]"'
+                )
+    if "principal" in given and "list" not in given:
+        raise AclCommandUsage(
+            "The --principal option is only available if --list is set"
+        )
+    if "producer" in given and "topic" not in given:
+        raise AclCommandUsage("With --producer you must specify a --topic")
+    if "idempotent" in given and "producer" not in given:
+        raise AclCommandUsage(
+            "The --idempotent option is only available if --producer is set"
+        )
+    if "consumer" in given and (
+        not {"topic", "group"} <= given
+        or ("producer" not in given and given & {"cluster", "transactional-id"})
+    ):
+        raise AclCommandUsage(
+            "With --consumer you must specify a --topic and a --group and no --cluster "
+            "or --transactional-id option should be specified."
+        )
+
+
 def pattern_type(name: str) -> PatternType:
     """``--resource-pattern-type``: literal, prefixed, match or any (any case)."""
     try:
@@ -95,10 +135,7 @@ def pattern_type(name: str) -> PatternType:
     except KeyError:
         found = PatternType.UNKNOWN
     if found is PatternType.UNKNOWN:
-        raise AclCommandUsage(
-            f"'{name}' is not a valid resource pattern type: "
-            "literal, prefixed, match or any"
-        )
+        raise AclCommandUsage(f"Unknown resource-pattern-type: {name}")
     return found
 
 

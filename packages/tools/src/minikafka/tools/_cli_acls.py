@@ -18,7 +18,15 @@ import typer
 from minikafka.client import AsyncAdminClient, KafkaException
 from minikafka.security import ResourcePatternFilter
 
-from ._acls import AclCommandUsage, AclFlags, add, list_acls, removal_prompts, remove
+from ._acls import (
+    AclCommandUsage,
+    AclFlags,
+    add,
+    check_args,
+    list_acls,
+    removal_prompts,
+    remove,
+)
 from ._connection import (
     ToolError,
     connect,
@@ -123,19 +131,16 @@ def acls(
         idempotent=idempotent,
     )
     try:
-        actions = sum((add_, remove_, list_))
-        if actions != 1:
-            raise AclCommandUsage(
-                "Command must include exactly one action: --list, --add, --remove. "
-            )
-        if (producer or consumer) and not add_ and not remove_:
-            raise AclCommandUsage(
-                "With --producer or --consumer you must specify --add or --remove"
-            )
-        if list_ and (allow_principal or deny_principal):
-            raise AclCommandUsage(
-                "--list does not take --allow-principal or --deny-principal"
-            )
+        named = {
+            "add": add_, "remove": remove_, "list": list_, "producer": producer,
+            "consumer": consumer, "idempotent": idempotent, "cluster": cluster,
+            "topic": bool(topic), "group": bool(group),
+            "transactional-id": bool(transactional_id), "operation": bool(operation),
+            "allow-principal": bool(allow_principal), "deny-principal": bool(deny_principal),
+            "allow-host": bool(allow_host), "deny-host": bool(deny_host),
+            "principal": bool(principal),
+        }  # fmt: skip
+        check_args({name for name, on in named.items() if on})
         properties = {} if command_config is None else load_properties(command_config)
         if add_:
             lines = _run(bootstrap_server, properties, lambda a: add(a, flags))
