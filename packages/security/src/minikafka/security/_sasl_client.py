@@ -13,6 +13,7 @@ itself (SaslHandshake, then SaslAuthenticate per token) is the network client's.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Protocol
 
@@ -146,8 +147,13 @@ class SaslClientSettings:
         if self.mechanism == PLAIN:
             return PlainSaslClient(self.username, self.password)
         if self.mechanism == OAUTHBEARER:
+            # Whole milliseconds, truncated, as Kafka's login handler dates a token, and
+            # one earlier: the broker refuses an ``iat`` after its own clock, and a time
+            # rounded up, or a float a hair above the millisecond, would be that for a
+            # broker answering within the same millisecond.
+            issued = (math.floor(now * 1000) - 1) / 1000
             token = unsecured_token(
-                self.token_principal, now, self.token_lifetime_seconds
+                self.token_principal, issued, self.token_lifetime_seconds
             )
             return OAuthBearerClient(token)
         scram = SCRAM_MECHANISMS[self.mechanism]
