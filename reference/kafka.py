@@ -63,6 +63,7 @@ TOOLS: Mapping[str, str] = {
     "kafka-features": "org.apache.kafka.tools.FeatureCommand",
     "kafka-dump-log": "kafka.tools.DumpLogSegments",
     "kafka-storage": "kafka.tools.StorageTool",
+    "kafka-acls": "org.apache.kafka.tools.AclCommand",
 }
 
 # A tool logs warnings and errors to stderr, as Kafka's tools-log4j2.yaml has it; the

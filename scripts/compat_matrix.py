@@ -24,6 +24,13 @@ shows ✓ and a number; the numbered notes under the table name the tests.
 ``--write`` replaces what lies between ``<!-- compat-matrix:start -->`` and
 ``<!-- compat-matrix:end -->``; ``tests/compat/test_matrix.py`` runs ``--check`` so the
 page cannot go stale.
+
+The security matrix (listener's protocol and SASL mechanism x client), between
+``<!-- security-matrix:start -->`` and ``<!-- security-matrix:end -->``, is built the same
+way from ``@pytest.mark.security_matrix(client, listener=None, mechanism=None)`` on a
+test function: the cells are the values of the test's ``listener`` and ``mechanism``
+parameters (its ``parametrize`` literals, or module-level literal lists they name), or
+the mark's own, and a ``client`` parameter picks the mark it belongs to.
 """
 
 from __future__ import annotations
@@ -46,6 +53,28 @@ TESTS = ROOT / "tests" / "compat"
 DOCUMENT = ROOT / "COMPAT.md"
 START = "<!-- compat-matrix:start -->"
 END = "<!-- compat-matrix:end -->"
+SECURITY_START = "<!-- security-matrix:start -->"
+SECURITY_END = "<!-- security-matrix:end -->"
+SECURITY_CLIENTS = (
+    "kcat",
+    "confluent-kafka",
+    "kafka-python",
+    "aiokafka",
+    "minikafka",
+    "java",
+)
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+SECURITY_ROWS: tuple[tuple[str, str], ...] = (
+    ("SSL", "–"),
+    ("SSL, mTLS", "–"),
+    *((p, m) for p in ("SASL_PLAINTEXT", "SASL_SSL") for m in MECHANISMS),
+)
+LISTENER_PROTOCOLS = {
+    "SSL": "SSL",
+    "MTLS": "SSL, mTLS",
+    "SASL_PLAINTEXT": "SASL_PLAINTEXT",
+    "SASL_SSL": "SASL_SSL",
+}
 CLIENTS = ("kcat", "confluent-kafka", "kafka-python", "aiokafka", "java")
 POM = ROOT / "reference" / "pom.xml"
 
@@ -220,6 +249,136 @@ def collect_all(tests_dir: Path) -> list[CompatMark]:
     ]
 
 
+# --- the security matrix -----------------------------------------------------------------
+
+
+@attrs.frozen
+class SecurityMark:
+    protocol: str  # a row's first column: SSL, "SSL, mTLS", SASL_PLAINTEXT, SASL_SSL
+    mechanism: str  # "–" without SASL
+    client: str
+    test: ProvingTest
+
+
+def _is_mark_named(node: ast.AST, name: str) -> bool:
+    target = node.func if isinstance(node, ast.Call) else node
+    return (
+        isinstance(target, ast.Attribute)
+        and target.attr == name
+        and isinstance(target.value, ast.Attribute)
+        and target.value.attr == "mark"
+    )
+
+
+def _literal(node: ast.AST, names: Mapping[str, ast.AST], where: str) -> object:
+    """A literal, or a module-level name bound to one."""
+    if isinstance(node, ast.Name) and node.id in names:
+        node = names[node.id]
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        raise MatrixError(f"{where}: parametrize values must be literals") from None
+
+
+def _parameter_sets(
+    decorators: Sequence[ast.AST], names: Mapping[str, ast.AST], where: str
+) -> list[dict[str, str]]:
+    """Every combination of the test's ``parametrize`` values, by argument name."""
+    combos: list[dict[str, str]] = [{}]
+    for decorator in decorators:
+        if not (
+            _is_mark_named(decorator, "parametrize") and isinstance(decorator, ast.Call)
+        ):
+            continue
+        argnames = _literal(decorator.args[0], names, where)
+        keys = (
+            [k.strip() for k in argnames.split(",")]
+            if isinstance(argnames, str)
+            else list(argnames)  # type: ignore[call-overload]
+        )
+        rows = _literal(decorator.args[1], names, where)
+        sets = [
+            dict(zip(keys, row if len(keys) > 1 else (row,), strict=True))
+            for row in rows  # type: ignore[attr-defined]
+        ]
+        combos = [{**c, **s} for c in combos for s in sets]
+    return combos
+
+
+def collect_security(path: Path) -> list[SecurityMark]:
+    """The security-matrix cells the tests of one module prove."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    names = {
+        t.id: st.value
+        for st in tree.body
+        if isinstance(st, ast.Assign)
+        for t in st.targets
+        if isinstance(t, ast.Name)
+    }
+    found: list[SecurityMark] = []
+    for name, function, _inherited in _tests(tree.body):
+        decorators = function.decorator_list
+        marks = [d for d in decorators if _is_mark_named(d, "security_matrix")]
+        if not marks or any(_is_xfail(d) for d in decorators):
+            continue
+        where = f"{path.name}:{function.lineno}"
+        combos = _parameter_sets(decorators, names, where)
+        test = ProvingTest(path.name, function.lineno, name)
+        for mark in marks:
+            assert isinstance(mark, ast.Call)
+            client = str(_literal(mark.args[0], names, where))
+            if client not in SECURITY_CLIENTS:
+                raise MatrixError(f"{where}: client {client!r} is not in the matrix")
+            fixed = {
+                str(k.arg): str(_literal(k.value, names, where)) for k in mark.keywords
+            }
+            for combo in combos:
+                if combo.get("client", client) != client:
+                    continue
+                cell: dict[str, str] = {**combo, **fixed}
+                protocol = LISTENER_PROTOCOLS.get(str(cell.get("listener")))
+                if protocol is None:
+                    raise MatrixError(f"{where}: no security protocol for {cell}")
+                mechanism = str(cell.get("mechanism", "–"))
+                found.append(SecurityMark(protocol, mechanism, client, test))
+    return found
+
+
+def render_security(marks: Iterable[SecurityMark]) -> str:
+    """The security matrix and, per client, the tests that prove its column."""
+    cells = {(m.protocol, m.mechanism, m.client) for m in marks}
+    proving: dict[str, set[ProvingTest]] = {}
+    for mark in marks:
+        proving.setdefault(mark.client, set()).add(mark.test)
+    lines = [
+        "<!-- generated by scripts/compat_matrix.py from the security_matrix marks in"
+        " tests/compat; do not edit -->",
+        "",
+        "| Protocol | SASL mechanism | " + " | ".join(SECURITY_CLIENTS) + " |",
+        "| --- | --- | " + " | ".join("---" for _ in SECURITY_CLIENTS) + " |",
+    ]
+    for protocol, mechanism in SECURITY_ROWS:
+        row = [
+            "✓" if (protocol, mechanism, client) in cells else "–"
+            for client in SECURITY_CLIENTS
+        ]
+        lines.append(f"| {protocol} | {mechanism} | " + " | ".join(row) + " |")
+    lines += [
+        "",
+        "✓: a test produces and consumes with that client there; –: no test.",
+        "",
+    ]
+    for client in SECURITY_CLIENTS:
+        tests = proving.get(client)
+        if tests:
+            by_module: dict[str, list[str]] = {}
+            for test in sorted(tests):
+                by_module.setdefault(test.module, []).append(f"`{test.name}`")
+            where = "; ".join(f"{m}: {', '.join(n)}" for m, n in by_module.items())
+            lines.append(f"- {client}: {where}")
+    return "\n".join(lines) + "\n"
+
+
 # --- rendering ---------------------------------------------------------------------------
 
 
@@ -269,12 +428,14 @@ def _note(number: int, api: str, client: str, tests: Sequence[ProvingTest]) -> s
     return f"- ({number}) {api} × {client}: {where}"
 
 
-def replace_between_markers(text: str, block: str) -> str:
+def replace_between_markers(
+    text: str, block: str, start_marker: str = START, end_marker: str = END
+) -> str:
     """``text`` with ``block`` between the markers, which stay."""
-    start, end = text.find(START), text.find(END)
+    start, end = text.find(start_marker), text.find(end_marker)
     if start < 0 or end < start:
-        raise MatrixError(f"the page has no {START} ... {END} section")
-    return text[: start + len(START)] + "\n" + block + text[end:]
+        raise MatrixError(f"the page has no {start_marker} ... {end_marker} section")
+    return text[: start + len(start_marker)] + "\n" + block + text[end:]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -300,6 +461,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         text = args.document.read_text(encoding="utf-8")
         updated = replace_between_markers(text, block)
+        security = [
+            mark
+            for path in sorted(args.tests.glob("test_*.py"))
+            for mark in collect_security(path)
+        ]
+        if SECURITY_START in text or security:
+            updated = replace_between_markers(
+                updated, render_security(security), SECURITY_START, SECURITY_END
+            )
     except (MatrixError, SyntaxError) as exc:
         print(f"compat_matrix: {exc}", file=sys.stderr)
         return 2

@@ -1,5 +1,5 @@
-"""Real clients over SASL: confluent-kafka, kcat, kafka-python and aiokafka
-authenticate with PLAIN and SCRAM-SHA-256/512 (and librdkafka with unsecured
+"""Real clients over SASL: confluent-kafka, kcat, kafka-python, aiokafka and minikafka's
+own client authenticate with PLAIN and SCRAM-SHA-256/512 (and librdkafka with unsecured
 OAUTHBEARER tokens) on SASL_PLAINTEXT and SASL_SSL listeners, then produce and consume,
 and read back what they wrote.
 
@@ -16,10 +16,8 @@ PLAIN only.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import shutil
-import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -31,11 +29,21 @@ from confluent_kafka.admin import AdminClient
 from minikafka.broker.testing import BrokerProcess, free_ports
 from minikafka.net.testing import ThrowawayPki, make_pki
 from tests.compat._groups import unique_name
+from tests.compat._secure_clients import (
+    TIMEOUT,
+    Secured,
+    aiokafka_round_trip,
+    confluent_round_trip,
+    java_round_trip,
+    kafka_python_round_trip,
+    kcat_round_trip,
+    librdkafka_config,
+    minikafka_config,
+    minikafka_round_trip,
+    values,
+)
 
 pytestmark = pytest.mark.external
-
-COUNT = 30
-TIMEOUT = 30.0
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
 MODULES = {
     "plain": "org.apache.kafka.common.security.plain.PlainLoginModule",
@@ -87,44 +95,35 @@ def addresses(sasl_process: tuple[BrokerProcess, dict[str, str]]) -> dict[str, s
     return sasl_process[1]
 
 
+def secured(
+    addresses: dict[str, str],
+    pki: ThrowawayPki,
+    listener: str,
+    mechanism: str,
+    user: str = "alice",
+    password: str | None = None,
+) -> Secured:
+    """``listener`` (SASL_PLAINTEXT or SASL_SSL, or another of the fixture's) with
+    ``mechanism`` as ``user``."""
+    return Secured(
+        addresses[listener],
+        "SASL_SSL" if listener == "SASL_SSL" else "SASL_PLAINTEXT",
+        ca=pki.ca,
+        mechanism=mechanism,
+        user=user,
+        password=USERS[user] if password is None else password,
+    )
+
+
 def librdkafka(
     pki: ThrowawayPki, listener: str, mechanism: str, user: str, password: str
 ) -> dict[str, Any]:
-    config: dict[str, Any] = {
-        "security.protocol": "SASL_SSL" if listener == "SASL_SSL" else "SASL_PLAINTEXT",
-        "sasl.mechanism": mechanism,
-    }
-    if mechanism == "OAUTHBEARER":
-        config["enable.sasl.oauthbearer.unsecure.jwt"] = True
-        config["sasl.oauthbearer.config"] = f"principal={user}"
-    else:
-        config["sasl.username"], config["sasl.password"] = user, password
-    if listener == "SASL_SSL":
-        config["ssl.ca.location"] = str(pki.ca)
-    return config
+    return librdkafka_config(
+        secured({listener: ""}, pki, listener, mechanism, user, password)
+    )
 
 
-def values(prefix: str) -> list[bytes]:
-    return [f"{prefix}-{i}".encode() for i in range(COUNT)]
-
-
-def confluent_round_trip(config: dict[str, Any], topic: str) -> list[bytes]:
-    producer = Producer(config)
-    for value in values(topic):
-        producer.produce(topic, value, partition=0)
-    assert producer.flush(TIMEOUT) == 0
-    consumer = Consumer({**config, "group.id": topic, "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    got: list[bytes] = []
-    deadline = time.monotonic() + TIMEOUT
-    while len(got) < COUNT and time.monotonic() < deadline:
-        message = consumer.poll(1.0)
-        if message is not None and message.error() is None:
-            got.append(message.value() or b"")
-    consumer.close()
-    return got
-
-
+@pytest.mark.security_matrix("confluent-kafka")
 @pytest.mark.compat("SaslHandshake", "confluent-kafka")
 @pytest.mark.compat("SaslAuthenticate", "confluent-kafka")
 @pytest.mark.parametrize("listener", SASL_LISTENERS)
@@ -139,13 +138,50 @@ def test_confluent_kafka_authenticates_produces_and_consumes(
     request: pytest.FixtureRequest,
 ) -> None:
     topic = unique_name(request, "sasl-confluent-")
-    config = {
-        "bootstrap.servers": addresses[listener],
-        **librdkafka(pki, listener, mechanism, "alice", USERS["alice"]),
-    }
-    assert confluent_round_trip(config, topic) == values(topic)
+    s = secured(addresses, pki, listener, mechanism)
+    assert confluent_round_trip(s, topic) == values(topic)
 
 
+@pytest.mark.security_matrix("minikafka")
+@pytest.mark.parametrize("listener", SASL_LISTENERS)
+@pytest.mark.parametrize(
+    "mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
+)
+def test_minikafka_authenticates_produces_and_consumes_in_a_group(
+    addresses: dict[str, str],
+    pki: ThrowawayPki,
+    listener: str,
+    mechanism: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    """minikafka's Producer and a Consumer in a group, with Kafka's keys
+    (``sasl.jaas.config``, PEM trust store), read back what they wrote."""
+    topic = unique_name(request, "sasl-minikafka-")
+    s = secured(addresses, pki, listener, mechanism, user="bob")
+    assert minikafka_round_trip(s, topic) == values(topic)
+
+
+@pytest.mark.security_matrix("java")
+@pytest.mark.compat("SaslHandshake", "java")
+@pytest.mark.compat("SaslAuthenticate", "java")
+@pytest.mark.parametrize(
+    ("listener", "mechanism"),
+    [("SASL_SSL", "SCRAM-SHA-512"), ("SASL_PLAINTEXT", "PLAIN")],
+)
+def test_the_java_client_authenticates_produces_and_consumes_in_a_group(
+    addresses: dict[str, str],
+    pki: ThrowawayPki,
+    listener: str,
+    mechanism: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Kafka's Java client with ``sasl.jaas.config`` and a PEM trust store."""
+    topic = unique_name(request, "sasl-java-")
+    s = secured(addresses, pki, listener, mechanism)
+    assert java_round_trip(s, topic) == values(topic)
+
+
+@pytest.mark.security_matrix("kcat", mechanism="PLAIN")
 @pytest.mark.compat("SaslHandshake", "kcat")
 @pytest.mark.compat("SaslAuthenticate", "kcat")
 @pytest.mark.skipif(
@@ -159,20 +195,11 @@ def test_kcat_authenticates_with_plain_produces_and_consumes(
     request: pytest.FixtureRequest,
 ) -> None:
     topic = unique_name(request, "sasl-kcat-")
-    config = librdkafka(pki, listener, "PLAIN", "bob", USERS["bob"])
-    flags = [arg for k, v in config.items() for arg in ("-X", f"{k}={v}")]
-    base = ["kcat", "-b", addresses[listener], *flags, "-t", topic]
-    stdin = b"\n".join(values(topic)) + b"\n"
-    subprocess.run([*base, "-P", "-p", "0"], input=stdin, check=True, timeout=TIMEOUT)
-    result = subprocess.run(
-        [*base, "-C", "-p", "0", "-o", "beginning", "-e", "-q"],
-        capture_output=True,
-        check=True,
-        timeout=TIMEOUT,
-    )
-    assert result.stdout.splitlines() == values(topic)
+    s = secured(addresses, pki, listener, "PLAIN", user="bob")
+    assert kcat_round_trip(s, topic) == values(topic)
 
 
+@pytest.mark.security_matrix("kafka-python")
 @pytest.mark.compat("SaslHandshake", "kafka-python")
 @pytest.mark.compat("SaslAuthenticate", "kafka-python")
 @pytest.mark.parametrize(
@@ -186,38 +213,12 @@ def test_kafka_python_authenticates_produces_and_consumes(
     mechanism: str,
     request: pytest.FixtureRequest,
 ) -> None:
-    from kafka import KafkaConsumer, KafkaProducer
-    from kafka import TopicPartition as KafkaPythonTopicPartition
-
     topic = unique_name(request, "sasl-kafka-python-")
-    sasl: dict[str, Any] = {
-        "security_protocol": listener,
-        "sasl_mechanism": mechanism,
-        "sasl_plain_username": "alice",
-        "sasl_plain_password": USERS["alice"],
-    }
-    if listener == "SASL_SSL":
-        sasl["ssl_cafile"] = str(pki.ca)
-    producer = KafkaProducer(bootstrap_servers=addresses[listener], **sasl)
-    futures = [producer.send(topic, value, partition=0) for value in values(topic)]
-    producer.flush(TIMEOUT)
-    assert [f.get(TIMEOUT).offset for f in futures] == list(range(COUNT))
-    producer.close()
-    consumer = KafkaConsumer(
-        bootstrap_servers=addresses[listener], enable_auto_commit=False, **sasl
-    )
-    tp = KafkaPythonTopicPartition(topic, 0)
-    consumer.assign([tp])
-    consumer.seek_to_beginning(tp)
-    got: list[bytes] = []
-    deadline = time.monotonic() + TIMEOUT
-    while len(got) < COUNT and time.monotonic() < deadline:
-        for records in consumer.poll(timeout_ms=1000).values():
-            got.extend(record.value for record in records)
-    consumer.close()
-    assert got == values(topic)
+    s = secured(addresses, pki, listener, mechanism)
+    assert kafka_python_round_trip(s, topic) == values(topic)
 
 
+@pytest.mark.security_matrix("aiokafka")
 @pytest.mark.compat("SaslHandshake", "aiokafka")
 @pytest.mark.compat("SaslAuthenticate", "aiokafka")
 @pytest.mark.parametrize(
@@ -231,49 +232,9 @@ def test_aiokafka_authenticates_produces_and_consumes(
     mechanism: str,
     request: pytest.FixtureRequest,
 ) -> None:
-    from aiokafka import (  # type: ignore[import-untyped]
-        AIOKafkaConsumer,
-        AIOKafkaProducer,
-    )
-    from aiokafka import TopicPartition as AioTp
-    from aiokafka.helpers import create_ssl_context  # type: ignore[import-untyped]
-
     topic = unique_name(request, "sasl-aiokafka-")
-    sasl: dict[str, Any] = {
-        "security_protocol": listener,
-        "sasl_mechanism": mechanism,
-        "sasl_plain_username": "bob",
-        "sasl_plain_password": USERS["bob"],
-    }
-    if listener == "SASL_SSL":
-        sasl["ssl_context"] = create_ssl_context(cafile=str(pki.ca))
-
-    async def scenario() -> list[bytes]:
-        producer = AIOKafkaProducer(bootstrap_servers=addresses[listener], **sasl)
-        await producer.start()
-        try:
-            for value in values(topic):
-                await producer.send_and_wait(topic, value, partition=0)
-        finally:
-            await producer.stop()
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=addresses[listener], enable_auto_commit=False, **sasl
-        )
-        await consumer.start()
-        got: list[bytes] = []
-        try:
-            tp = AioTp(topic, 0)
-            consumer.assign([tp])
-            await consumer.seek_to_beginning(tp)
-            async with asyncio.timeout(TIMEOUT):
-                while len(got) < COUNT:
-                    batch = await consumer.getmany(tp, timeout_ms=1000)
-                    got.extend(r.value for r in batch.get(tp, []))
-        finally:
-            await consumer.stop()
-        return got
-
-    assert asyncio.run(scenario()) == values(topic)
+    s = secured(addresses, pki, listener, mechanism, user="bob")
+    assert aiokafka_round_trip(s, topic) == values(topic)
 
 
 def refusal(config: dict[str, Any]) -> str:
@@ -387,3 +348,54 @@ def test_librdkafka_reauthenticates_on_the_same_connection(
     consumer.close()
     assert got == [b"%d" % i for i in range(sent)]
     assert not [line for line in process.output if "session expired" in line]
+
+
+@pytest.mark.parametrize(
+    ("listener", "mechanism", "user", "password"),
+    [
+        ("SASL_PLAINTEXT", "PLAIN", "alice", "guess"),
+        ("SASL_SSL", "SCRAM-SHA-512", "alice", "guess"),
+        ("SASL_PLAINTEXT", "SCRAM-SHA-256", "mallory", "x"),
+    ],
+)
+def test_minikafka_clients_refused_at_authentication_raise_kafkas_error(
+    addresses: dict[str, str],
+    pki: ThrowawayPki,
+    listener: str,
+    mechanism: str,
+    user: str,
+    password: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    """Bad credentials: minikafka's producer raises SASL_AUTHENTICATION_FAILED from
+    ``produce`` (not max.block.ms's UNKNOWN_TOPIC_OR_PARTITION after a minute), its
+    consumer's ``poll`` returns it as an error message, and its admin client raises it;
+    the broker's message says why."""
+    from minikafka.client import AdminClient as MiniAdmin
+    from minikafka.client import Consumer as MiniConsumer
+    from minikafka.client import KafkaException as MiniKafkaException
+    from minikafka.client import Producer as MiniProducer
+
+    topic = unique_name(request, "sasl-refused-")
+    s = secured(addresses, pki, listener, mechanism, user=user, password=password)
+    config = {"bootstrap.servers": s.bootstrap, **minikafka_config(s)}
+    producer = MiniProducer(config)
+    with pytest.raises(MiniKafkaException) as refused:
+        producer.produce(topic, b"never", partition=0)
+    producer.close()
+    assert refused.value.args[0].name() == "SASL_AUTHENTICATION_FAILED"
+    assert "Authentication failed" in refused.value.args[0].str() or (
+        "invalid credentials" in refused.value.args[0].str()
+    )
+    with MiniConsumer({**config, "group.id": topic}) as consumer:
+        consumer.subscribe([topic])
+        error = None
+        deadline = time.monotonic() + TIMEOUT
+        while error is None and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            error = None if message is None else message.error()
+    assert error is not None
+    assert error.name() == "SASL_AUTHENTICATION_FAILED"
+    with pytest.raises(MiniKafkaException) as admin_refused:
+        MiniAdmin(config).list_topics(timeout=TIMEOUT)
+    assert admin_refused.value.args[0].name() == "SASL_AUTHENTICATION_FAILED"

@@ -1,6 +1,7 @@
-"""Real clients over TLS: kcat, confluent-kafka, kafka-python and aiokafka produce and
-consume through a broker's ``SSL`` listener (server authentication only) and its mTLS
-listener (``ssl.client.auth=required``), and what they read back is what they wrote.
+"""Real clients over TLS: kcat, confluent-kafka, kafka-python, aiokafka and minikafka's
+own client produce and consume through a broker's ``SSL`` listener (server
+authentication only) and its mTLS listener (``ssl.client.auth=required``), and what
+they read back is what they wrote.
 
 The broker also keeps a PLAINTEXT listener. A plaintext client on a TLS port, a TLS
 client on the plaintext port, and clients with an expired or untrusted certificate on
@@ -10,25 +11,30 @@ traceback (the compatibility suite's process watch fails a test whose broker wro
 
 from __future__ import annotations
 
-import asyncio
 import shutil
-import subprocess
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
 from minikafka.broker.testing import BrokerProcess, free_ports
 from minikafka.net.testing import ThrowawayPki, make_pki
 from tests.compat._groups import unique_name
+from tests.compat._secure_clients import (
+    TIMEOUT,
+    Secured,
+    aiokafka_round_trip,
+    confluent_round_trip,
+    java_round_trip,
+    kafka_python_round_trip,
+    kcat_round_trip,
+    minikafka_round_trip,
+    values,
+)
 
 pytestmark = pytest.mark.external
-
-COUNT = 50
-TIMEOUT = 30.0
 
 
 @pytest.fixture(scope="module")
@@ -78,41 +84,63 @@ def librdkafka_tls(pki: ThrowawayPki, listener: str, **extra: str) -> dict[str, 
     return config
 
 
-def values(prefix: str) -> list[bytes]:
-    return [f"{prefix}-{i}".encode() for i in range(COUNT)]
+def secured(tls_broker: dict[str, str], pki: ThrowawayPki, listener: str) -> Secured:
+    """The SSL listener (server authentication), or MTLS with alice's certificate."""
+    mtls = listener == "MTLS"
+    return Secured(
+        tls_broker[listener],
+        "SSL",
+        ca=pki.ca,
+        cert=pki.clients["alice"].cert if mtls else None,
+        key=pki.clients["alice"].key if mtls else None,
+    )
 
 
 LISTENERS = ["SSL", "MTLS"]
+ROUND_TRIPS = {
+    "confluent-kafka": confluent_round_trip,
+    "kafka-python": kafka_python_round_trip,
+    "aiokafka": aiokafka_round_trip,
+    "minikafka": minikafka_round_trip,
+}
 
 
+@pytest.mark.security_matrix("confluent-kafka")
+@pytest.mark.security_matrix("kafka-python")
+@pytest.mark.security_matrix("aiokafka")
+@pytest.mark.security_matrix("minikafka")
+@pytest.mark.parametrize(
+    "client", ["confluent-kafka", "kafka-python", "aiokafka", "minikafka"]
+)
 @pytest.mark.parametrize("listener", LISTENERS)
-def test_confluent_kafka_produces_and_consumes_over_tls(
+def test_each_client_produces_and_consumes_over_tls(
+    tls_broker: dict[str, str],
+    pki: ThrowawayPki,
+    listener: str,
+    client: str,
+    request: pytest.FixtureRequest,
+) -> None:
+    """What each client wrote over TLS (and mTLS) it reads back, in order."""
+    topic = unique_name(request, f"tls-{client}-")
+    round_trip = ROUND_TRIPS[client]
+    assert round_trip(secured(tls_broker, pki, listener), topic) == values(topic)
+
+
+@pytest.mark.security_matrix("java")
+@pytest.mark.parametrize("listener", LISTENERS)
+def test_the_java_client_produces_and_consumes_in_a_group_over_tls(
     tls_broker: dict[str, str],
     pki: ThrowawayPki,
     listener: str,
     request: pytest.FixtureRequest,
 ) -> None:
-    topic = unique_name(request, "tls-confluent-")
-    config = {
-        "bootstrap.servers": tls_broker[listener],
-        **librdkafka_tls(pki, listener),
-    }
-    producer = Producer(config)
-    for value in values(topic):
-        producer.produce(topic, value, partition=0)
-    assert producer.flush(TIMEOUT) == 0
-    consumer = Consumer({**config, "group.id": topic, "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    got: list[bytes] = []
-    deadline = time.monotonic() + TIMEOUT
-    while len(got) < COUNT and time.monotonic() < deadline:
-        message = consumer.poll(1.0)
-        if message is not None and message.error() is None:
-            got.append(message.value() or b"")
-    consumer.close()
-    assert got == values(topic)
+    """Kafka's Java client with PEM stores (KIP-651): the CA as its trust store, and on
+    the mTLS listener alice's certificate and key as its key store."""
+    topic = unique_name(request, "tls-java-")
+    assert java_round_trip(secured(tls_broker, pki, listener), topic) == values(topic)
 
 
+@pytest.mark.security_matrix("kcat")
 @pytest.mark.skipif(
     shutil.which("kcat") is None, reason="kcat is installed by make test"
 )
@@ -124,107 +152,7 @@ def test_kcat_produces_and_consumes_over_tls(
     request: pytest.FixtureRequest,
 ) -> None:
     topic = unique_name(request, "tls-kcat-")
-    flags = [
-        arg
-        for key, value in librdkafka_tls(pki, listener).items()
-        for arg in ("-X", f"{key}={value}")
-    ]
-    base = ["kcat", "-b", tls_broker[listener], *flags, "-t", topic]
-    stdin = b"\n".join(values(topic)) + b"\n"
-    subprocess.run([*base, "-P", "-p", "0"], input=stdin, check=True, timeout=TIMEOUT)
-    result = subprocess.run(
-        [*base, "-C", "-p", "0", "-o", "beginning", "-e", "-q"],
-        capture_output=True,
-        check=True,
-        timeout=TIMEOUT,
-    )
-    assert result.stdout.splitlines() == values(topic)
-
-
-@pytest.mark.parametrize("listener", LISTENERS)
-def test_kafka_python_produces_and_consumes_over_tls(
-    tls_broker: dict[str, str],
-    pki: ThrowawayPki,
-    listener: str,
-    request: pytest.FixtureRequest,
-) -> None:
-    from kafka import KafkaConsumer, KafkaProducer
-    from kafka import TopicPartition as KafkaPythonTopicPartition
-
-    topic = unique_name(request, "tls-kafka-python-")
-    ssl: dict[str, Any] = {"security_protocol": "SSL", "ssl_cafile": str(pki.ca)}
-    if listener == "MTLS":
-        ssl["ssl_certfile"] = str(pki.clients["alice"].cert)
-        ssl["ssl_keyfile"] = str(pki.clients["alice"].key)
-    producer = KafkaProducer(bootstrap_servers=tls_broker[listener], **ssl)
-    futures = [producer.send(topic, value, partition=0) for value in values(topic)]
-    producer.flush(TIMEOUT)
-    assert [f.get(TIMEOUT).offset for f in futures] == list(range(COUNT))
-    producer.close()
-    consumer = KafkaConsumer(
-        bootstrap_servers=tls_broker[listener], enable_auto_commit=False, **ssl
-    )
-    tp = KafkaPythonTopicPartition(topic, 0)
-    consumer.assign([tp])
-    consumer.seek_to_beginning(tp)
-    got: list[bytes] = []
-    deadline = time.monotonic() + TIMEOUT
-    while len(got) < COUNT and time.monotonic() < deadline:
-        for records in consumer.poll(timeout_ms=1000).values():
-            got.extend(record.value for record in records)
-    consumer.close()
-    assert got == values(topic)
-
-
-@pytest.mark.parametrize("listener", LISTENERS)
-def test_aiokafka_produces_and_consumes_over_tls(
-    tls_broker: dict[str, str],
-    pki: ThrowawayPki,
-    listener: str,
-    request: pytest.FixtureRequest,
-) -> None:
-    from aiokafka import (  # type: ignore[import-untyped]
-        AIOKafkaConsumer,
-        AIOKafkaProducer,
-    )
-    from aiokafka import TopicPartition as AioTp
-    from aiokafka.helpers import create_ssl_context  # type: ignore[import-untyped]
-
-    topic = unique_name(request, "tls-aiokafka-")
-    mtls = listener == "MTLS"
-    context = create_ssl_context(
-        cafile=str(pki.ca),
-        certfile=str(pki.clients["alice"].cert) if mtls else None,
-        keyfile=str(pki.clients["alice"].key) if mtls else None,
-    )
-    ssl: dict[str, Any] = {"security_protocol": "SSL", "ssl_context": context}
-
-    async def scenario() -> list[bytes]:
-        producer = AIOKafkaProducer(bootstrap_servers=tls_broker[listener], **ssl)
-        await producer.start()
-        try:
-            for value in values(topic):
-                await producer.send_and_wait(topic, value, partition=0)
-        finally:
-            await producer.stop()
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=tls_broker[listener], enable_auto_commit=False, **ssl
-        )
-        await consumer.start()
-        got: list[bytes] = []
-        try:
-            tp = AioTp(topic, 0)
-            consumer.assign([tp])
-            await consumer.seek_to_beginning(tp)
-            async with asyncio.timeout(TIMEOUT):
-                while len(got) < COUNT:
-                    batch = await consumer.getmany(tp, timeout_ms=1000)
-                    got.extend(r.value for r in batch.get(tp, []))
-        finally:
-            await consumer.stop()
-        return got
-
-    assert asyncio.run(scenario()) == values(topic)
+    assert kcat_round_trip(secured(tls_broker, pki, listener), topic) == values(topic)
 
 
 def metadata_fails(config: dict[str, Any]) -> str:

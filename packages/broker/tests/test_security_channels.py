@@ -57,10 +57,12 @@ def test_the_inter_broker_and_controller_channels_take_their_listeners_security(
     assert (inter.listener, inter.protocol) == ("INTERNAL", "SASL_SSL")
     assert (controller.listener, controller.protocol) == ("CONTROLLER", "SASL_SSL")
     for side in (inter, controller):
-        assert side.tls is not None
-        assert side.tls.check_hostname  # ssl.endpoint.identification.algorithm=https
-        assert (side.mechanism, side.username) == ("SCRAM-SHA-512", "broker")
-        assert side.password == "broker-secret"
+        assert side.context is not None
+        # ssl.endpoint.identification.algorithm=https
+        assert side.context.check_hostname
+        assert side.sasl is not None
+        assert (side.sasl.mechanism, side.sasl.username) == ("SCRAM-SHA-512", "broker")
+        assert side.sasl.password == "broker-secret"
 
 
 def test_security_inter_broker_protocol_names_the_listener(pki: ThrowawayPki) -> None:
@@ -83,8 +85,8 @@ def test_a_plaintext_node_has_plaintext_channels() -> None:
     config = KafkaConfig.from_properties(
         {"listeners": "PLAINTEXT://127.0.0.1:9092", "log.dirs": "/tmp/unused"}
     )
-    assert config.channels.inter_broker.tls is None
-    assert config.channels.inter_broker.mechanism is None
+    assert config.channels.inter_broker.context is None
+    assert config.channels.inter_broker.sasl is None
 
 
 @pytest.mark.parametrize(
@@ -129,7 +131,7 @@ def test_an_empty_identification_algorithm_turns_the_hostname_check_off(
     pki: ThrowawayPki,
 ) -> None:
     props = kraft_broker(pki, **{"ssl.endpoint.identification.algorithm": ""})
-    tls = KafkaConfig.from_properties(props).channels.inter_broker.tls
+    tls = KafkaConfig.from_properties(props).channels.inter_broker.context
     assert tls is not None
     assert not tls.check_hostname
 

@@ -232,8 +232,17 @@ REFUSED_FLAGS = [
         'Option "[describe]" can\'t be used with option "[add-config-file]"',
     ),
     (
-        attrs.evolve(DESCRIBE, entity_types=["users"]),
-        "Invalid entity type users: minikafka has configs for topics and brokers only",
+        attrs.evolve(DESCRIBE, entity_types=["ips"]),
+        "Invalid entity type ips: minikafka has configs for topics, brokers, users only",
+    ),
+    (
+        attrs.evolve(ALTER, entity_types=["users"], entity_default=True),
+        "--entity-default of users names client quotas, which minikafka does not keep",
+    ),
+    (
+        attrs.evolve(ALTER, entity_types=["users"], add_config="SCRAM-SHA-256=[x=1]"),
+        "An entity-name or default entity must be specified with --alter of users, "
+        "clients, brokers or ips",
     ),
 ]
 

@@ -43,7 +43,7 @@ from ._admin_types import (
     OffsetSpec,
     PartitionReassignment,
 )
-from ._async_admin import AsyncAdminClient, admin_config
+from ._async_admin import AsyncAdminClient, admin_config, admin_security
 from ._message import TRANSPORT, KafkaError, KafkaException
 
 T = TypeVar("T")
@@ -55,6 +55,7 @@ class AdminClient:
 
     def __init__(self, config: Mapping[str, object]) -> None:
         admin_config(config)  # a bad key or value is refused here, naming the key
+        admin_security(config)
         self._config = dict(config)
         self._pool = ThreadPoolExecutor(
             max_workers=1, thread_name_prefix="minikafka-admin"

@@ -103,6 +103,7 @@ class AsyncProducer(AsyncProducerTransactions):
                 client_id=c.client_id,
                 max_in_flight=c.max_in_flight,
                 request_timeout=c.request_timeout_ms / 1000,
+                security=c.security,
             ) as client,
             trio.open_nursery() as nursery,
         ):

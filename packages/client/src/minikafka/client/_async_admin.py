@@ -73,7 +73,15 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from minikafka.common import ConfigError
-from minikafka.net import ClientError, NetworkClient, Node, api_name
+from minikafka.net import (
+    CLIENT_SECURITY_KEYS,
+    AuthenticationFailed,
+    ClientError,
+    ClientSecurity,
+    NetworkClient,
+    Node,
+    api_name,
+)
 
 from ._admin_cluster import ClusterAdmin
 from ._admin_configs import (
@@ -116,8 +124,9 @@ GROUP_KEY_TYPE = 0  # FindCoordinator: a group, not a transactional id
 
 def admin_config(config: Mapping[str, object]) -> tuple[tuple[Node, ...], str, int]:
     """The bootstrap nodes, ``client.id`` and ``request.timeout.ms`` of an admin client's
-    configuration; ConfigError naming the key for anything else or a bad value."""
-    unknown = set(config) - ADMIN_KEYS
+    configuration; ConfigError naming the key for anything else or a bad value (the
+    security keys are :func:`admin_security`'s)."""
+    unknown = set(config) - ADMIN_KEYS - CLIENT_SECURITY_KEYS
     if unknown:
         key = sorted(unknown)[0]
         raise ConfigError(
@@ -137,6 +146,12 @@ def admin_config(config: Mapping[str, object]) -> tuple[tuple[Node, ...], str, i
         str(config.get("client.id", "minikafka-admin")),
         int(raw_timeout),
     )
+
+
+def admin_security(config: Mapping[str, object]) -> ClientSecurity | None:
+    """``security.protocol`` and its ``ssl.*``/``sasl.*`` keys (None: PLAINTEXT)."""
+    security = {k: v for k, v in config.items() if k in CLIENT_SECURITY_KEYS}
+    return ClientSecurity.from_config(security) if security else None
 
 
 def metadata_request(
@@ -175,7 +190,9 @@ class AsyncAdminClient(GroupOffsetsAdmin, ClusterAdmin, TransactionsAdmin):
     ) -> AsyncIterator[AsyncAdminClient]:
         bootstrap, client_id, timeout_ms = admin_config(config)
         async with NetworkClient.open(
-            client_id=client_id, request_timeout=timeout_ms / 1000
+            client_id=client_id,
+            request_timeout=timeout_ms / 1000,
+            security=admin_security(config),
         ) as client:
             try:
                 yield cls(client, bootstrap, timeout_ms)
@@ -192,6 +209,9 @@ class AsyncAdminClient(GroupOffsetsAdmin, ClusterAdmin, TransactionsAdmin):
         if the connection fails."""
         try:
             response = await self.client.send(node, body)
+        except AuthenticationFailed as e:
+            # Kafka's AuthenticationException: fatal, not a transport error to retry.
+            raise KafkaException(KafkaError(int(e.error_code), str(e))) from e
         except (ClientError, OSError) as e:
             text = f"{api_name(int(body.__api_key__))} to {where(node)}: {e}"
             raise KafkaException(KafkaError(TRANSPORT, text)) from e

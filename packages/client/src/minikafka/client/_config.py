@@ -12,8 +12,9 @@ The defaults are Kafka 4.0's ``ProducerConfig``: idempotence on and ``acks=all``
 ``linger.ms=5`` (KIP-1030). ``transactional.id`` makes the producer transactional
 (KIP-98), which needs idempotence: an explicit ``enable.idempotence=false``, or a setting
 idempotence cannot have, is refused naming its key, as the Java client does. Keys the
-Java client has and this one does not implement (interceptors, SSL and SASL, adaptive
-partitioning) are refused as unknown rather than accepted and ignored.
+Java client has and this one does not implement (interceptors, adaptive partitioning)
+are refused as unknown rather than accepted and ignored. ``security.protocol`` and the
+``ssl.*`` and ``sasl.*`` keys are read by ``minikafka.net``'s ``ClientSecurity``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import attrs
 
 from minikafka.common import Acks, ConfigError
 from minikafka.log import CompressionType
+from minikafka.net import CLIENT_SECURITY_KEYS, ClientSecurity
 
 ROUND_ROBIN_PARTITIONER = "org.apache.kafka.clients.producer.RoundRobinPartitioner"
 _PARTITIONERS = {"": "", ROUND_ROBIN_PARTITIONER: ROUND_ROBIN_PARTITIONER}
@@ -59,6 +61,7 @@ class ProducerConfig:
     transactional_id: str | None = None
     transaction_timeout_ms: int = 60_000
     on_delivery: DeliveryCallback | None = None
+    security: ClientSecurity | None = None  # security.protocol, ssl.*, sasl.*
 
     @classmethod
     def from_dict(cls, config: Mapping[str, object]) -> ProducerConfig:
@@ -106,7 +109,12 @@ def _parse(
     kind: str,
 ) -> dict[str, object]:
     values: dict[str, object] = {}
+    security = {k: v for k, v in config.items() if k in CLIENT_SECURITY_KEYS}
+    if security:
+        values["security"] = ClientSecurity.from_config(security)
     for key, raw in config.items():
+        if key in CLIENT_SECURITY_KEYS:
+            continue
         parse = keys.get(key)
         if parse is None:
             raise ConfigError(key, f"not a {kind} configuration key this client knows")
@@ -290,6 +298,7 @@ class ConsumerConfig:
     # server-side assignor group.remote.assignor names (the broker's default if None).
     group_protocol: str = "classic"
     group_remote_assignor: str | None = None
+    security: ClientSecurity | None = None  # security.protocol, ssl.*, sasl.*
 
     @classmethod
     def from_dict(cls, config: Mapping[str, object]) -> ConsumerConfig:

@@ -199,6 +199,9 @@ class Consumer:
             self._run_callbacks()
             with self._changed:
                 errors, self._shell.errors = self._shell.errors, []
+                refused = self._metadata.authentication_error
+                if refused is not None and not errors:
+                    errors = [KafkaError(*refused)]  # Kafka's AuthenticationException
                 records = self._fetcher.take(limit) if not errors else []
             if records or errors:
                 self._wake()  # positions moved: the Fetcher may fetch those partitions again
@@ -361,9 +364,12 @@ async def consumer_network(
             client_id=config.client_id,
             request_timeout=(config.request_timeout_ms + config.fetch_max_wait_ms)
             / 1000,
+            security=config.security,
         ) as client,
         NetworkClient.open(
-            client_id=config.client_id, request_timeout=group_request_timeout(config)
+            client_id=config.client_id,
+            request_timeout=group_request_timeout(config),
+            security=config.security,
         ) as group_client,
     ):
         yield client, group_client

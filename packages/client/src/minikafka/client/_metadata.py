@@ -52,6 +52,10 @@ class ClientMetadata:
     topics: dict[str, TopicInfo] = attrs.field(factory=dict)
     wanted: set[str] = attrs.field(factory=set)
     updated_at: float = -math.inf
+    authentication_error: tuple[int, str] | None = None
+    """(Kafka's error code, message) of the last refusal at authentication (Kafka's
+    ``AuthenticationException``: retrying with the same credentials cannot help, so the
+    application hears of it at once); None once a Metadata request gets through."""
     _needs_update: bool = True
 
     def want(self, topic: str) -> bool:

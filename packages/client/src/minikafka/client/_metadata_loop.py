@@ -17,7 +17,7 @@ from kio.schema.metadata.v8.response import MetadataResponse
 from kio.schema.types import TopicName
 
 from minikafka.common.shell import Wakeup
-from minikafka.net import ClientError, NetworkClient
+from minikafka.net import AuthenticationFailed, ClientError, NetworkClient
 
 from ._metadata import ClientMetadata
 
@@ -60,6 +60,19 @@ class MetadataRefresher:
                 )
                 try:
                     response = await self.client.send(node, request)
+                except AuthenticationFailed as exc:
+                    _logger.warning(
+                        "Authentication with node %s failed: %s", node.node_id, exc
+                    )
+                    with self.lock:
+                        self.metadata.authentication_error = (
+                            int(exc.error_code),
+                            str(exc),
+                        )
+                    self.on_update()
+                    self._attempt += 1
+                    await trio.sleep(backoff)
+                    continue
                 except ClientError as exc:
                     _logger.info("Metadata from node %s failed: %s", node.node_id, exc)
                     self._attempt += 1
@@ -67,6 +80,7 @@ class MetadataRefresher:
                     continue
                 if isinstance(response, MetadataResponse):
                     with self.lock:
+                        self.metadata.authentication_error = None
                         self.metadata.update(response, self.clock())
                     self.on_update()
                 with self.lock:

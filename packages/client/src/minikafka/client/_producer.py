@@ -122,6 +122,7 @@ class Producer:
             client_id=c.client_id,
             max_in_flight=c.max_in_flight,
             request_timeout=c.request_timeout_ms / 1000,
+            security=c.security,
         ) as client:
             self._shell = ProducerShell(
                 self._sender,
@@ -213,6 +214,8 @@ class Producer:
             info = metadata.partitions(topic)
             if info is not None:
                 return info
+            if metadata.authentication_error is not None:
+                raise KafkaException(KafkaError(*metadata.authentication_error))
             known = metadata.topics.get(topic)
             if known is not None and known.error not in (
                 0,

@@ -18,16 +18,17 @@ from ._body_classes import body_classes as body_classes
 from ._body_classes import is_body as is_body
 from ._body_classes import load_body_classes as load_body_classes
 from ._channel import RequestChannel as RequestChannel
-from ._client import AuthenticationFailed as AuthenticationFailed
-from ._client import ClientError as ClientError
-from ._client import DisconnectedError as DisconnectedError
 from ._client import NetworkClient as NetworkClient
 from ._client import Node as Node
 from ._client import PendingRequest as PendingRequest
-from ._client import RequestTimedOut as RequestTimedOut
-from ._client import UnsupportedVersionError as UnsupportedVersionError
-from ._client_security import CONTROLLER_MECHANISM as CONTROLLER_MECHANISM
-from ._client_security import INTER_BROKER_MECHANISM as INTER_BROKER_MECHANISM
+from ._client_errors import AuthenticationFailed as AuthenticationFailed
+from ._client_errors import ClientError as ClientError
+from ._client_errors import DisconnectedError as DisconnectedError
+from ._client_errors import RequestTimedOut as RequestTimedOut
+from ._client_errors import SaslAuthenticationFailed as SaslAuthenticationFailed
+from ._client_errors import SslAuthenticationFailed as SslAuthenticationFailed
+from ._client_errors import UnsupportedVersionError as UnsupportedVersionError
+from ._client_security import CLIENT_SECURITY_KEYS as CLIENT_SECURITY_KEYS
 from ._client_security import ClientSecurity as ClientSecurity
 from ._codec import api_name as api_name
 from ._codec import build as build
@@ -38,7 +39,9 @@ from ._codec import has_field as has_field
 from ._codec import nested as nested
 from ._codec import request_schema as request_schema
 from ._codec import response_schema as response_schema
+from ._config import CONTROLLER_MECHANISM as CONTROLLER_MECHANISM
 from ._config import DEFAULT_SECURITY_PROTOCOL_MAP as DEFAULT_SECURITY_PROTOCOL_MAP
+from ._config import INTER_BROKER_MECHANISM as INTER_BROKER_MECHANISM
 from ._config import NET_CONFIG as NET_CONFIG
 from ._config import SECURITY_PROTOCOLS as SECURITY_PROTOCOLS
 from ._config import Listener as Listener
@@ -83,6 +86,7 @@ from ._server import RequestHandler as RequestHandler
 from ._server import SocketServer as SocketServer
 
 __all__ = [
+    "CLIENT_SECURITY_KEYS",
     "CONTROLLER_MECHANISM",
     "DEFAULT_SECURITY_PROTOCOL_MAP",
     "INTER_BROKER_MECHANISM",
@@ -127,7 +131,9 @@ __all__ = [
     "RequestTimedOut",
     "Response",
     "ResponseAction",
+    "SaslAuthenticationFailed",
     "SocketServer",
+    "SslAuthenticationFailed",
     "UnsupportedVersionError",
     "answer_without_sasl",
     "api_name",

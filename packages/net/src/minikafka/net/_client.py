@@ -13,10 +13,11 @@ the connection is closed, failing everything else in flight on it.
 On connecting, the client asks the broker which versions it speaks (ApiVersions, v3,
 falling back to the version the broker names if it answers UNSUPPORTED_VERSION) and
 refuses to send a version the broker did not advertise. With a :class:`ClientSecurity`
-(a broker's client of another node's TLS or SASL listener) it first completes the TLS
-handshake and, after ApiVersions, authenticates (``_client_security.py``); a refusal is
-logged once per node at ERROR, as Kafka's NetworkClient logs a failed authentication,
-and fails the request with :class:`AuthenticationFailed`.
+(a client's ``security.protocol``, or a broker's client of another node's TLS or SASL
+listener) it first completes the TLS handshake and, after ApiVersions, authenticates
+(``_client_security.py``); a connection takes no other request until both are done. A
+refusal is logged once per node at ERROR, as Kafka's NetworkClient logs a failed
+authentication, and fails the request with :class:`AuthenticationFailed`.
 """
 
 from __future__ import annotations
@@ -33,7 +34,14 @@ from kio.static.protocol import RequestPayload, ResponsePayload
 
 from ._api_keys import ApiKey
 from ._api_versions import API_VERSIONS_RESPONSES
-from ._client_security import AuthenticationError, ClientSecurity, sasl_exchange
+from ._client_errors import (
+    AuthenticationFailed,
+    ClientError,
+    DisconnectedError,
+    RequestTimedOut,
+    UnsupportedVersionError,
+)
+from ._client_security import ClientSecurity
 from ._codec import (
     BodyDecodeError,
     api_name,
@@ -51,28 +59,7 @@ from ._headers import (
     response_header_version,
 )
 
-
-class ClientError(Exception):
-    """Base class of the NetworkClient's errors."""
-
-
-class DisconnectedError(ClientError):
-    """The connection closed before the response arrived."""
-
-
-class RequestTimedOut(ClientError):
-    """No response within ``request.timeout.ms``; the connection was closed."""
-
-
-class AuthenticationFailed(ClientError):
-    """The TLS handshake or the SASL authentication with the node failed."""
-
-
 _logger = logging.getLogger(__name__)
-
-
-class UnsupportedVersionError(ClientError):
-    """The broker does not advertise this API version."""
 
 
 @attrs.frozen
@@ -111,6 +98,9 @@ class _NodeConnection:
     unsent: collections.deque[_InFlight] = attrs.field(factory=collections.deque)
     in_flight: collections.deque[_InFlight] = attrs.field(factory=collections.deque)
     closed: bool = False
+    # Set once ApiVersions is answered and, on a SASL listener, the client is
+    # authenticated: until then no other request may be queued on the connection.
+    ready: trio.Event = attrs.field(factory=trio.Event)
     _wakeup: trio.Event = attrs.field(factory=trio.Event)
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
 
@@ -239,7 +229,8 @@ class NetworkClient:
     connect_timeout: float = 10.0
     max_frame_bytes: int = 100 * 1024 * 1024
     security: ClientSecurity | None = None
-    """TLS and SASL towards the nodes (a broker's inter-broker or controller client)."""
+    """``security.protocol`` with its TLS and SASL settings (None: PLAINTEXT): a client
+    application's, or a broker's inter-broker or controller client's."""
     _nursery: trio.Nursery | None = attrs.field(init=False, default=None)
     _connections: dict[Node, _NodeConnection] = attrs.field(init=False, factory=dict)
     _connecting: dict[Node, trio.Lock] = attrs.field(init=False, factory=dict)
@@ -344,12 +335,12 @@ class NetworkClient:
 
     async def _connection(self, node: Node) -> _NodeConnection:
         existing = self._connections.get(node)
-        if existing is not None and not existing.closed:
+        if existing is not None and not existing.closed and existing.ready.is_set():
             return existing
         lock = self._connecting.setdefault(node, trio.Lock())
-        async with lock:
+        async with lock:  # held while connecting: a second caller waits for the first
             existing = self._connections.get(node)
-            if existing is not None and not existing.closed:
+            if existing is not None and not existing.closed and existing.ready.is_set():
                 return existing
             return await self._connect(node)
 
@@ -358,16 +349,15 @@ class NetworkClient:
             raise RuntimeError("use `async with NetworkClient.open() as client`")
         try:
             with trio.fail_after(self.connect_timeout):
-                stream: trio.abc.Stream = await trio.open_tcp_stream(
-                    node.host, node.port
-                )
+                socket = await trio.open_tcp_stream(node.host, node.port)
         except (OSError, trio.TooSlowError) as e:
             raise DisconnectedError(
                 f"cannot connect to node {node.node_id} at {node.host}:{node.port}: {e}"
             ) from e
         security = self.security
-        if security is not None and security.tls is not None:
-            stream = await self._tls_handshake(node, stream, security)
+        stream: trio.abc.Stream = socket
+        if security is not None:
+            stream = await self._secure(node, socket, security)
         connection = _NodeConnection(
             node, stream, self.max_in_flight, self.max_frame_bytes
         )
@@ -375,46 +365,46 @@ class NetworkClient:
         self._connections[node] = connection
         try:
             connection.api_versions = await self._negotiate(connection)
-            if security is not None and security.mechanism is not None:
-                await sasl_exchange(
-                    lambda body: self._send_on(connection, body), security
+            if security is not None:
+                await security.authenticate(
+                    lambda body: self._send_on(connection, body)
                 )
-        except AuthenticationError as e:
+        except AuthenticationFailed as e:
             self._drop(connection, DisconnectedError("authentication failed"))
-            raise self._refusal(node, str(e)) from None
+            raise self._refusal(node, e) from None
         except BaseException:
             self._drop(connection, DisconnectedError("ApiVersions handshake failed"))
             raise
+        connection.ready.set()
         if self._refused.pop(node, None) is not None:
             _logger.info("Connection to node %d authenticated again", node.node_id)
         return connection
 
-    async def _tls_handshake(
-        self, node: Node, stream: trio.abc.Stream, security: ClientSecurity
+    async def _secure(
+        self, node: Node, socket: trio.SocketStream, security: ClientSecurity
     ) -> trio.abc.Stream:
-        assert security.tls is not None
-        tls = trio.SSLStream(
-            stream, security.tls, server_hostname=node.host, https_compatible=True
-        )
+        """TLS over ``socket`` if the protocol says so, within ``connect_timeout``."""
         try:
             with trio.fail_after(self.connect_timeout):
-                await tls.do_handshake()
+                return await security.wrap(socket, node.host)
         except trio.TooSlowError:
-            await trio.aclose_forcefully(tls)
+            await trio.aclose_forcefully(socket)
             raise DisconnectedError(
                 f"no TLS handshake with node {node.node_id} within "
                 f"{self.connect_timeout}s"
             ) from None
-        except trio.BrokenResourceError as e:
-            await trio.aclose_forcefully(tls)
-            cause = e.__cause__
-            reason = getattr(cause, "verify_message", None) or str(cause or e)
-            raise self._refusal(node, f"SSL handshake failed: {reason}") from None
-        return tls
+        except AuthenticationFailed as e:
+            raise self._refusal(node, e) from None
+        except BaseException:
+            await trio.aclose_forcefully(socket)
+            raise
 
-    def _refusal(self, node: Node, reason: str) -> AuthenticationFailed:
+    def _refusal(
+        self, node: Node, refused: AuthenticationFailed
+    ) -> AuthenticationFailed:
         """Kafka's NetworkClient: "Connection to node X failed authentication due to:
         ...", at ERROR, here once per node and reason (callers retry with backoff)."""
+        reason = str(refused)
         message = (
             f"Connection to node {node.node_id} ({node.host}:{node.port}) failed "
             f"authentication due to: {reason}"
@@ -422,7 +412,7 @@ class NetworkClient:
         if self._refused.get(node) != reason:
             self._refused[node] = reason
             _logger.error("[%s] %s", self.client_id, message)
-        return AuthenticationFailed(message)
+        return refused.at_node(message)
 
     async def _negotiate(
         self, connection: _NodeConnection

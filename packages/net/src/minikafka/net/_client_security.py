@@ -1,25 +1,35 @@
-"""How a broker's own clients connect to a listener of another node: TLS and SASL.
+"""The client's side of a secured connection: ``security.protocol``, TLS to the broker
+and the SASL exchange, as Kafka's ``ChannelBuilders.clientChannelBuilder`` sets them up.
 
-Kafka's brokers are clients of each other (the replica fetchers, the broker-to-controller
-channel, the ZooKeeper-mode controller's channels to the brokers, the transaction marker
-sender, the raft client between controllers); each connects to the listener that traffic
-uses (``inter.broker.listener.name``, or the first of ``controller.listener.names``) and
-speaks that listener's security protocol with the broker's own settings for it
-(``ChannelBuilders.clientChannelBuilder``):
+One :class:`ClientSecurity` serves both kinds of client, built from each one's keys:
 
-- TLS (``SSL``, ``SASL_SSL``): the listener's ``ssl.*`` keys (``listener.name.<l>.``
-  first) in client mode, :meth:`SslSettings.client_context`;
-- SASL (``SASL_PLAINTEXT``, ``SASL_SSL``): the mechanism of
+- minikafka's producer, consumer, admin and tools (:meth:`ClientSecurity.from_config`):
+  ``security.protocol`` is PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL; over SSL and
+  SASL_SSL the client checks the broker's certificate against ``ssl.truststore.*`` (PEM,
+  KIP-651; the system's CAs without one) and, with ``ssl.endpoint.identification.
+  algorithm`` ``https`` (Kafka's default since 2.0, KIP-294), its host name; a key
+  store (``ssl.keystore.*``) is the client's own certificate for mutual TLS. SASL takes
+  ``sasl.mechanism`` and ``sasl.jaas.config`` (or ``sasl.username``/``sasl.password``).
+- a broker's own clients of another node (:meth:`ClientSecurity.for_listener`: the
+  replica fetchers, the channel to the controller, the transaction marker sender, the
+  Raft client, the ZooKeeper-mode controller's channels) speak the protocol of the
+  listener that traffic uses, with that listener's ``ssl.*`` keys (``listener.name.<l>.``
+  first) in client mode, and log in with the mechanism of
   ``sasl.mechanism.inter.broker.protocol`` (or ``sasl.mechanism.controller.protocol``)
-  and the ``username`` and ``password`` options of that mechanism's JAAS line on the
-  listener, ``listener.name.<l>.<mechanism>.sasl.jaas.config``: the same line whose
-  ``user_<name>`` options are the server's users, as in Kafka. The broker authenticates
-  as that user, so the principal the other node's authorizer sees is ``User:<username>``
-  (put it in ``super.users``).
+  and the ``username``/``password`` of that mechanism's JAAS line on the listener,
+  ``listener.name.<l>.<mechanism>.sasl.jaas.config``: the line whose ``user_<name>``
+  options are the server's users, as in Kafka. The other node's authorizer sees
+  ``User:<username>`` (put it in ``super.users``).
 
-:class:`ClientSecurity` holds the result; :func:`sasl_exchange` runs the client's side of
-SaslHandshake v1 and SaslAuthenticate v2 (KIP-43, KIP-152) over any request sender. A bad
-or missing value raises :class:`ConfigError` naming the key, so start-up stops.
+The NetworkClient calls :meth:`ClientSecurity.wrap` on each new connection and
+:meth:`ClientSecurity.authenticate` after ApiVersions, as Kafka's
+``SaslClientAuthenticator`` does from KIP-152 on: SaslHandshake v1 names the mechanism,
+then one SaslAuthenticate v2 per token of the mechanism's exchange (``minikafka.
+security``'s :class:`~minikafka.security.SaslClient`, sans-IO). A failure is Kafka's
+``AuthenticationException``, not a retry: a TLS handshake the broker or the client
+refuses (:class:`SslAuthenticationFailed`), a mechanism the listener does not enable,
+wrong credentials (:class:`SaslAuthenticationFailed`, with the broker's message). A bad
+or missing key raises :class:`ConfigError` naming it, before anything connects.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 
 import attrs
+import trio
 from kio.schema.errors import ErrorCode
 from kio.schema.sasl_authenticate.v2.request import SaslAuthenticateRequest
 from kio.schema.sasl_authenticate.v2.response import SaslAuthenticateResponse
@@ -36,47 +47,87 @@ from kio.schema.sasl_handshake.v1.request import SaslHandshakeRequest
 from kio.schema.sasl_handshake.v1.response import SaslHandshakeResponse
 from kio.static.protocol import RequestPayload, ResponsePayload
 
-from minikafka.common import ConfigError
+from minikafka.common import ApiError, ConfigError
 from minikafka.security import (
     OAUTHBEARER,
-    PLAIN,
+    SaslClient,
+    SaslClientSettings,
     SaslError,
-    ScramSaslClient,
-    client_initial_response,
     parse_jaas_config,
-    plain_client_message,
-    unsecured_token,
 )
 
-from ._sasl_config import LOGIN_MODULES, MECHANISMS, SCRAM, jaas_key
+from ._client_errors import SaslAuthenticationFailed, SslAuthenticationFailed
+from ._config import (
+    INTER_BROKER_MECHANISM,
+    PLAINTEXT,
+    SASL_PROTOCOLS,
+    SECURITY_PROTOCOLS,
+    TLS_PROTOCOLS,
+)
+from ._sasl_config import LOGIN_MODULES, MECHANISMS, jaas_key
 from ._ssl_config import SslSettings
 
-PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL = (
-    "PLAINTEXT",
-    "SSL",
-    "SASL_PLAINTEXT",
-    "SASL_SSL",
+CLIENT_SECURITY_KEYS = frozenset(
+    {
+        "security.protocol",
+        "ssl.endpoint.identification.algorithm",
+        "ssl.keystore.type",
+        "ssl.keystore.location",
+        "ssl.keystore.key",
+        "ssl.keystore.certificate.chain",
+        "ssl.key.password",
+        "ssl.truststore.type",
+        "ssl.truststore.location",
+        "ssl.truststore.certificates",
+        "ssl.enabled.protocols",
+        "ssl.protocol",
+        "ssl.cipher.suites",
+        "sasl.mechanism",
+        "sasl.jaas.config",
+        "sasl.username",
+        "sasl.password",
+    }
 )
-INTER_BROKER_MECHANISM = "sasl.mechanism.inter.broker.protocol"
-CONTROLLER_MECHANISM = "sasl.mechanism.controller.protocol"
+"""The security keys a client takes (Kafka's ``CommonClientConfigs`` and ``SslConfigs``
+in their PEM form, and librdkafka's ``sasl.username``/``sasl.password``)."""
 
-
-class AuthenticationError(Exception):
-    """The server refused this client's SASL authentication: its reason."""
+Send = Callable[[RequestPayload], Awaitable[ResponsePayload | None]]
 
 
 @attrs.frozen
 class ClientSecurity:
-    """A broker's client side of one listener: its protocol, TLS context, SASL login."""
+    """How a client's connections are secured: the protocol, the TLS context (SSL,
+    SASL_SSL) and the SASL login (SASL_PLAINTEXT, SASL_SSL)."""
 
-    listener: str = PLAINTEXT
     protocol: str = PLAINTEXT
-    tls: ssl.SSLContext | None = attrs.field(default=None, eq=False)
-    mechanism: str | None = None
-    username: str = ""
-    password: str = attrs.field(default="", repr=False)
-    token_claims: tuple[tuple[str, str], ...] = ()
-    """OAUTHBEARER's ``unsecuredLoginStringClaim_*`` options (KIP-255's test tokens)."""
+    context: ssl.SSLContext | None = attrs.field(default=None, eq=False)
+    sasl: SaslClientSettings | None = None
+    listener: str = ""
+    """The listener of the other nodes a broker's client connects to ("" for a client
+    application's)."""
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, object]) -> ClientSecurity:
+        """A client's :data:`CLIENT_SECURITY_KEYS` of ``config`` (others are ignored);
+        :class:`ConfigError` names the key at fault."""
+        props = {
+            k: str(v).strip() for k, v in config.items() if k in CLIENT_SECURITY_KEYS
+        }
+        protocol = props.get("security.protocol", PLAINTEXT).upper()
+        if protocol not in SECURITY_PROTOCOLS:
+            raise ConfigError(
+                "security.protocol",
+                f"{protocol!r} is not one of {', '.join(SECURITY_PROTOCOLS)}",
+            )
+        context = client_context(props) if protocol in TLS_PROTOCOLS else None
+        sasl = None
+        if protocol in SASL_PROTOCOLS:
+            try:
+                sasl = SaslClientSettings.from_config(props)
+            except ValueError as e:
+                key, _, reason = str(e).partition(": ")
+                raise ConfigError(key, reason) from None
+        return cls(protocol, context, sasl)
 
     @classmethod
     def for_listener(
@@ -86,122 +137,145 @@ class ClientSecurity:
         protocol: str,
         mechanism_key: str = INTER_BROKER_MECHANISM,
     ) -> ClientSecurity:
-        """The client side of ``listener`` (speaking ``protocol``) from the broker's
-        keys; ``mechanism_key`` names the SASL mechanism to use on it."""
-        tls = None
-        if protocol in (SSL, SASL_SSL):
-            tls = SslSettings.from_properties(props, listener).client_context()
-        if protocol not in (SASL_PLAINTEXT, SASL_SSL):
-            return cls(listener, protocol, tls)
-        mechanism = props.get(mechanism_key, "GSSAPI").strip().upper()
-        if mechanism not in MECHANISMS:
-            raise ConfigError(
-                mechanism_key,
-                f"{mechanism!r} (listener {listener} speaks {protocol}): the mechanisms "
-                f"served are {', '.join(MECHANISMS)}"
-                + (
-                    ""
-                    if mechanism_key in props
-                    else " (Kafka's default, GSSAPI, is not)"
-                ),
-            )
-        key = jaas_key(listener, mechanism)
-        text = props.get(key, "").strip()
-        if not text:
-            raise ConfigError(
-                key,
-                f"the broker's own {mechanism} login on listener {listener} is not set: "
-                'give the JAAS line username="..." password="..."',
-            )
-        try:
-            module, options = parse_jaas_config(text)
-        except ValueError as e:
-            raise ConfigError(key, str(e)) from None
-        if module != LOGIN_MODULES[mechanism]:
-            raise ConfigError(key, f"{mechanism} needs {LOGIN_MODULES[mechanism]}")
-        if mechanism == OAUTHBEARER:
-            claims = tuple(
-                (k.removeprefix("unsecuredLoginStringClaim_"), v)
-                for k, v in sorted(options.items())
-                if k.startswith("unsecuredLoginStringClaim_")
-            )
-            if "sub" not in dict(claims):
-                raise ConfigError(
-                    key, "the broker's token needs unsecuredLoginStringClaim_sub"
-                )
-            return cls(listener, protocol, tls, mechanism, token_claims=claims)
-        missing = [o for o in ("username", "password") if not options.get(o)]
-        if missing:
-            raise ConfigError(
-                key,
-                f"the broker's own login needs the {missing[0]} option (the user it "
-                f"authenticates as to other nodes on listener {listener})",
-            )
-        return cls(
-            listener,
-            protocol,
-            tls,
-            mechanism,
-            options["username"],
-            options["password"],
-        )
+        """A broker's client of ``listener`` (speaking ``protocol``) on another node,
+        from the broker's keys; ``mechanism_key`` names the SASL mechanism to use."""
+        context = None
+        if protocol in TLS_PROTOCOLS:
+            context = SslSettings.from_properties(props, listener).client_context()
+        sasl = None
+        if protocol in SASL_PROTOCOLS:
+            sasl = _broker_login(props, listener, protocol, mechanism_key)
+        return cls(protocol, context, sasl, listener)
 
     @property
     def principal(self) -> str:
-        """What another node's authorizer sees this client as, for log lines."""
-        if self.mechanism == OAUTHBEARER:
-            return "User:" + dict(self.token_claims)["sub"]
-        if self.mechanism is not None:
-            return "User:" + self.username
-        return "the certificate's subject" if self.tls else "User:ANONYMOUS"
+        """What the other side's authorizer sees this client as, for log lines."""
+        if self.sasl is not None:
+            return "User:" + (self.sasl.token_principal or self.sasl.username)
+        return "the certificate's subject" if self.context else "User:ANONYMOUS"
 
-
-Send = Callable[[RequestPayload], Awaitable[ResponsePayload | None]]
-
-
-async def sasl_exchange(send: Send, security: ClientSecurity) -> int:
-    """Authenticate with ``security``'s mechanism over ``send`` (a connection's request
-    sender, after ApiVersions); the session's lifetime in milliseconds (0: none).
-    Raises :class:`AuthenticationError` with the server's reason."""
-    mechanism = security.mechanism
-    assert mechanism is not None
-    handshake = await send(SaslHandshakeRequest(mechanism=mechanism))
-    assert isinstance(handshake, SaslHandshakeResponse)
-    if handshake.error_code != ErrorCode.none:
-        raise AuthenticationError(
-            f"the server does not enable {mechanism} (it enables "
-            f"{', '.join(handshake.mechanisms) or 'none'})"
+    async def wrap(self, stream: trio.abc.Stream, host: str) -> trio.abc.Stream:
+        """The stream requests travel on: ``stream`` itself, or TLS over it once the
+        handshake is done (:class:`SslAuthenticationFailed` if it fails)."""
+        if self.context is None:
+            return stream
+        secured = trio.SSLStream(
+            stream, self.context, server_hostname=host, https_compatible=True
         )
-    scram = None
-    if mechanism == PLAIN:
-        message = plain_client_message(security.username, security.password)
-    elif mechanism in SCRAM:
-        scram = ScramSaslClient(SCRAM[mechanism], security.username, security.password)
-        message = scram.first_message()
-    else:
-        # Issued a millisecond back: the server compares iat (seconds, a float) with
-        # its clock in whole milliseconds, so "now" could read as the future.
-        issued = (time.time_ns() // 1_000_000 - 1) / 1000
-        token = unsecured_token(dict(security.token_claims)["sub"], issued)
-        message = client_initial_response(token)
-    while True:
-        response = await send(SaslAuthenticateRequest(auth_bytes=message))
-        assert isinstance(response, SaslAuthenticateResponse)
-        if response.error_code != ErrorCode.none:
-            raise AuthenticationError(
-                f"{mechanism} authentication as {security.principal} failed: "
-                f"{response.error_message or response.error_code.name}"
+        try:
+            await secured.do_handshake()
+        except trio.BrokenResourceError as e:
+            await trio.aclose_forcefully(secured)
+            cause = e.__cause__
+            reason = (
+                getattr(cause, "verify_message", None)
+                or getattr(cause, "reason", None)
+                or str(cause or e)
             )
-        if mechanism == OAUTHBEARER and response.auth_bytes:
-            # RFC 7628 3.2.3: the server's error, which the client acknowledges with
-            # a lone separator; the server then fails the exchange.
-            reason = response.auth_bytes.decode("utf-8", "replace")
-            await send(SaslAuthenticateRequest(auth_bytes=b"\x01"))
-            raise AuthenticationError(f"the broker's token was refused: {reason}")
-        if scram is not None:
-            try:  # the server's first message, then its final one (then b"")
-                message = scram.evaluate_challenge(response.auth_bytes)
-            except SaslError as e:
-                raise AuthenticationError(str(e)) from None
-        if scram is None or scram.complete:
-            return int(response.session_lifetime.total_seconds() * 1000)
+            raise SslAuthenticationFailed(f"SSL handshake failed: {reason}") from None
+        return secured
+
+    async def authenticate(self, send: Send) -> int:
+        """The SASL exchange over ``send``, a connection's request sender once its
+        ApiVersions is answered; the session's lifetime in milliseconds (0: none, or
+        no SASL). Raises :class:`SaslAuthenticationFailed` if the broker refuses."""
+        if self.sasl is None:
+            return 0
+        mechanism = self.sasl.mechanism
+        answer = await send(SaslHandshakeRequest(mechanism=mechanism))
+        if not isinstance(answer, SaslHandshakeResponse):
+            raise SaslAuthenticationFailed(
+                f"SaslHandshake answered with {type(answer).__name__}",
+                ErrorCode.illegal_sasl_state,
+            )
+        if answer.error_code != ErrorCode.none:
+            raise SaslAuthenticationFailed(
+                f"Client SASL mechanism '{mechanism}' not enabled in the server, "
+                f"enabled mechanisms are {list(answer.mechanisms)}",
+                ErrorCode(answer.error_code),
+            )
+        client = self.sasl.client(time.time())
+        token = client.initial_response()
+        while True:
+            reply = await send(SaslAuthenticateRequest(auth_bytes=token))
+            if not isinstance(reply, SaslAuthenticateResponse):
+                raise SaslAuthenticationFailed(
+                    f"SaslAuthenticate answered with {type(reply).__name__}",
+                    ErrorCode.illegal_sasl_state,
+                )
+            if reply.error_code != ErrorCode.none:
+                raise SaslAuthenticationFailed(
+                    f"{mechanism} authentication as {self.principal} failed: "
+                    f"{reply.error_message or reply.error_code.name}",
+                    ErrorCode(reply.error_code),
+                )
+            next_token = None if client.complete else _next_token(client, reply)
+            if next_token is None:
+                return int(reply.session_lifetime.total_seconds() * 1000)
+            token = next_token
+
+
+def _next_token(client: SaslClient, reply: SaslAuthenticateResponse) -> bytes | None:
+    """The client's answer to the server's token; None once the exchange is complete
+    with nothing left to send (SCRAM's server-final verified)."""
+    try:
+        token = client.evaluate_challenge(reply.auth_bytes)
+    except (SaslError, ApiError) as e:
+        raise SaslAuthenticationFailed(
+            str(e), ErrorCode.sasl_authentication_failed
+        ) from None
+    return None if client.complete and not token else token
+
+
+def _broker_login(
+    props: Mapping[str, str], listener: str, protocol: str, mechanism_key: str
+) -> SaslClientSettings:
+    """The broker's own login on ``listener``: the mechanism ``mechanism_key`` names and
+    the credentials of that mechanism's JAAS line on the listener."""
+    mechanism = props.get(mechanism_key, "GSSAPI").strip().upper()
+    if mechanism not in MECHANISMS:
+        default = "" if mechanism_key in props else " (Kafka's default, GSSAPI, is not)"
+        raise ConfigError(
+            mechanism_key,
+            f"{mechanism!r} (listener {listener} speaks {protocol}): the mechanisms "
+            f"served are {', '.join(MECHANISMS)}{default}",
+        )
+    key = jaas_key(listener, mechanism)
+    text = props.get(key, "").strip()
+    if not text:
+        raise ConfigError(
+            key,
+            f"the broker's own {mechanism} login on listener {listener} is not set: "
+            'give the JAAS line username="..." password="..."',
+        )
+    try:
+        module, options = parse_jaas_config(text)
+    except ValueError as e:
+        raise ConfigError(key, str(e)) from None
+    if module != LOGIN_MODULES[mechanism]:
+        raise ConfigError(key, f"{mechanism} needs {LOGIN_MODULES[mechanism]}")
+    if mechanism == OAUTHBEARER:
+        subject = options.get("unsecuredLoginStringClaim_sub", "")
+        if not subject:
+            raise ConfigError(
+                key, "the broker's token needs unsecuredLoginStringClaim_sub"
+            )
+        return SaslClientSettings(mechanism, token_principal=subject)
+    missing = [o for o in ("username", "password") if not options.get(o)]
+    if missing:
+        raise ConfigError(
+            key,
+            f"the broker's own login needs the {missing[0]} option (the user it "
+            f"authenticates as to other nodes on listener {listener})",
+        )
+    return SaslClientSettings(mechanism, options["username"], options["password"])
+
+
+def client_context(props: Mapping[str, str]) -> ssl.SSLContext:
+    """A client application's ``SSLContext`` from its ``ssl.*`` keys: what a broker's
+    client of a listener builds (:meth:`SslSettings.client_context`), read from the
+    client's own keys."""
+    settings = SslSettings(
+        "client", tuple((k, k, v) for k, v in props.items() if k.startswith("ssl."))
+    )
+    return settings.client_context()

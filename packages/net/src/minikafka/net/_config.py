@@ -30,7 +30,6 @@ from minikafka.common import (
     between,
 )
 
-from ._client_security import CONTROLLER_MECHANISM, INTER_BROKER_MECHANISM
 from ._framing import DEFAULT_MAX_FRAME_BYTES
 from ._sasl_config import FAILED_DELAY, JAAS, SASL_LISTENER_KEYS, SaslSettings
 from ._ssl_config import SSL_KEYS, SslSettings
@@ -43,11 +42,13 @@ INT_MAX = 2**31 - 1
 
 PLAINTEXT = "PLAINTEXT"
 SSL = "SSL"
-SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 """Kafka's SecurityProtocol names."""
 SASL_PLAINTEXT, SASL_SSL = "SASL_PLAINTEXT", "SASL_SSL"
 TLS_PROTOCOLS = (SSL, SASL_SSL)
 SASL_PROTOCOLS = (SASL_PLAINTEXT, SASL_SSL)
+SECURITY_PROTOCOLS = (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)
+INTER_BROKER_MECHANISM = "sasl.mechanism.inter.broker.protocol"
+CONTROLLER_MECHANISM = "sasl.mechanism.controller.protocol"
 SECURITY_PROTOCOL_MAP_KEY = "listener.security.protocol.map"
 LISTENERS = "listeners"
 QUEUED_MAX_REQUEST_BYTES = "queued.max.request.bytes"

@@ -77,6 +77,12 @@ def listener_value(
     return None
 
 
+KEY_STORE_KEYS = frozenset(
+    {"ssl.keystore.location", "ssl.keystore.key", "ssl.keystore.certificate.chain"}
+)
+"""Any of them set: the client presents a certificate (mutual TLS)."""
+
+
 @attrs.frozen
 class SslSettings:
     """One listener's TLS settings: each value with the key it was read from."""
@@ -142,8 +148,14 @@ class SslSettings:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
         self._protocols(context)
         self._cipher_suites(context)
-        if {"ssl.keystore.location", "ssl.keystore.key"} & set(self.values):
+        if KEY_STORE_KEYS & set(self.values):
             self._key_store(context)
+        kind = self.get("ssl.truststore.type", "PEM")
+        if kind.upper() != "PEM":
+            raise ConfigError(
+                self.key_name("ssl.truststore.type"),
+                f"{kind!r}: only PEM trust stores are supported (KIP-651)",
+            )
         location = self.get("ssl.truststore.location")
         certificates = self.get("ssl.truststore.certificates")
         try:

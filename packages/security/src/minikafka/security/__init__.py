@@ -70,6 +70,9 @@ from ._sasl import SaslAuthenticationError as SaslAuthenticationError
 from ._sasl import SaslError as SaslError
 from ._sasl import SaslServer as SaslServer
 from ._sasl import parse_jaas_config as parse_jaas_config
+from ._sasl_client import CLIENT_MECHANISMS as CLIENT_MECHANISMS
+from ._sasl_client import SaslClient as SaslClient
+from ._sasl_client import SaslClientSettings as SaslClientSettings
 from ._scram import DelegationTokenCredential as DelegationTokenCredential
 from ._scram import ScramSaslClient as ScramSaslClient
 from ._scram import ScramSaslServer as ScramSaslServer
@@ -84,10 +87,12 @@ from ._scram_formatter import (
     credential_from_salted_password as credential_from_salted_password,
 )
 from ._scram_formatter import generate_credential as generate_credential
+from ._scram_formatter import salted_password as salted_password
 
 __all__ = [
     "ANONYMOUS",
     "ANY_FILTER",
+    "CLIENT_MECHANISMS",
     "CLUSTER_NAME",
     "OAUTHBEARER",
     "PLAIN",
@@ -127,6 +132,8 @@ __all__ = [
     "Respond",
     "RespondWithError",
     "SaslAuthenticationError",
+    "SaslClient",
+    "SaslClientSettings",
     "SaslError",
     "SaslServer",
     "SaslServerAuthenticator",
@@ -155,6 +162,7 @@ __all__ = [
     "parse_super_users",
     "plain_client_message",
     "plain_users",
+    "salted_password",
     "unsecured_token",
     "validate_filter",
     "validate_new_acl",

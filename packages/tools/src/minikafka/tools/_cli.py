@@ -9,7 +9,8 @@ and ``kafka-leader-election.sh`` (:mod:`._cli_reassign`), ``metadata-quorum`` is
 ``kafka-metadata-quorum.sh`` (:mod:`._quorum`), ``configs`` is ``kafka-configs.sh``
 (:mod:`._cli_configs`), ``delete-records`` is ``kafka-delete-records.sh``
 (:mod:`._delete_records`), ``transactions`` is ``kafka-transactions.sh``'s ``list`` and
-``describe`` (:mod:`._transactions`). A broker's error is printed under Kafka's
+``describe`` (:mod:`._transactions`), ``acls`` is ``kafka-acls.sh`` (:mod:`._cli_acls`,
+its work in :mod:`._acls`). A broker's error is printed under Kafka's
 name and the tool exits 1; a bad argument exits 2 (``configs`` prints both as
 ConfigCommand does, and exits 1).
 
@@ -30,13 +31,14 @@ from rich.console import Console
 
 from minikafka.client import AsyncAdminClient
 
-from ._cli_common import BootstrapServer, run_client_tool
+from ._cli_acls import acls
+from ._cli_common import BootstrapServer, CommandConfig, run_client_tool
 from ._cli_common import run_tool as _run_tool
 from ._cli_common import usage as _usage
 from ._cli_configs import configs
 from ._cli_groups import groups
 from ._cli_reassign import leader_election, reassign_partitions
-from ._connection import ToolError
+from ._connection import ToolError, load_properties
 from ._consume import ConsumeOptions, console_consumer, parse_offset
 from ._consume import check_config as consumer_config_check
 from ._delete_records import delete_records
@@ -73,12 +75,14 @@ def _group() -> None:
 app.command("reassign-partitions")(reassign_partitions)
 app.command("leader-election")(leader_election)
 app.command("configs")(configs)
+app.command("acls")(acls)
 app.command("delete-records")(delete_records)
 
 
 @app.command()
 def topics(
     bootstrap_server: BootstrapServer,
+    command_config: CommandConfig = None,
     create: Annotated[bool, typer.Option("--create", help="create --topic")] = False,
     list_: Annotated[bool, typer.Option("--list", help="list the topics")] = False,
     describe: Annotated[
@@ -194,7 +198,7 @@ def topics(
             if await delete_topic(cluster, topic, if_exists=if_exists):
                 print(f"Deleted topic {topic}.")
 
-    _run_tool(run, bootstrap_server, "minikafka-topics")
+    _run_tool(run, bootstrap_server, "minikafka-topics", command_config)
 
 
 @app.command()
@@ -252,6 +256,14 @@ def produce(
             help="any producer configuration key (repeatable), e.g. enable.idempotence=false",
         ),
     ] = None,
+    producer_config_file: Annotated[
+        str | None,
+        typer.Option(
+            "--producer.config",
+            metavar="FILE",
+            help="a properties file of producer keys (security.protocol, ssl.*, sasl.*...)",
+        ),
+    ] = None,
 ) -> None:
     """Send each line of stdin as a record (kafka-console-producer.sh)."""
     try:
@@ -265,7 +277,14 @@ def produce(
             linger_ms=linger_ms,
             timeout_ms=request_timeout_ms,
             sync=sync,
-            properties=dict(parse_config(item) for item in producer_property or ()),
+            properties={
+                **(
+                    {}
+                    if producer_config_file is None
+                    else load_properties(producer_config_file)
+                ),
+                **dict(parse_config(item) for item in producer_property or ()),
+            },
         )
         # The client's configuration names a bad key before anything connects.
         producer_config_check(options, bootstrap_server)
@@ -332,6 +351,14 @@ def consume(
             help="any consumer configuration key (repeatable), e.g. isolation.level=read_committed",
         ),
     ] = None,
+    consumer_config_file: Annotated[
+        str | None,
+        typer.Option(
+            "--consumer.config",
+            metavar="FILE",
+            help="a properties file of consumer keys (security.protocol, ssl.*, sasl.*...)",
+        ),
+    ] = None,
 ) -> None:
     """Print the records of a topic's partitions (kafka-console-consumer.sh)."""
     try:
@@ -352,7 +379,14 @@ def consume(
             print_partition=print_partition,
             separator=unescape(key_separator),
             group=group,
-            properties=dict(parse_config(item) for item in consumer_property or ()),
+            properties={
+                **(
+                    {}
+                    if consumer_config_file is None
+                    else load_properties(consumer_config_file)
+                ),
+                **dict(parse_config(item) for item in consumer_property or ()),
+            },
         )
         consumer_config_check(options, bootstrap_server)
     except ToolError as e:

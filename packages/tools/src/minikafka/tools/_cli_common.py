@@ -12,7 +12,13 @@ import typer
 
 from minikafka.client import AsyncAdminClient, KafkaException
 
-from ._connection import ToolError, connect, describe_failure, lone_errors
+from ._connection import (
+    ToolError,
+    connect,
+    describe_failure,
+    load_properties,
+    lone_errors,
+)
 
 T = TypeVar("T")
 
@@ -24,13 +30,30 @@ BootstrapServer = Annotated[
 ]
 
 
+CommandConfig = Annotated[
+    str | None,
+    typer.Option(
+        "--command-config",
+        metavar="FILE",
+        help="a properties file for the admin client (security.protocol, ssl.*, sasl.*)",
+    ),
+]
+
+
 def run_tool(
-    tool: Callable[[AsyncAdminClient], Awaitable[T]], bootstrap: str, client_id: str
+    tool: Callable[[AsyncAdminClient], Awaitable[T]],
+    bootstrap: str,
+    client_id: str,
+    command_config: str | None = None,
 ) -> T:
-    """Run ``tool`` against a cluster; a ToolError is printed and exits 1."""
+    """Run ``tool`` against a cluster, connecting as ``command_config`` (a properties
+    file) says; a ToolError is printed and exits 1."""
 
     async def main() -> T:
-        async with connect(bootstrap, client_id=client_id) as cluster:
+        properties = None if command_config is None else load_properties(command_config)
+        async with connect(
+            bootstrap, client_id=client_id, command_config=properties
+        ) as cluster:
             return await tool(cluster)
 
     return run_client_tool(main)

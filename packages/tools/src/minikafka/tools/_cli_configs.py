@@ -1,5 +1,5 @@
-"""``minikafka configs``: the command of Kafka's kafka-configs.sh for topics and brokers
-(the work is in :mod:`._configs`).
+"""``minikafka configs``: the command of Kafka's kafka-configs.sh for topics, brokers and
+users' SCRAM credentials (the work is in :mod:`._configs` and :mod:`._configs_users`).
 
 Its refusals are ConfigCommand's: the message alone on stderr and exit status 1, both
 for flags that do not fit together and for a failed Admin call (printed as the Java tool
@@ -31,7 +31,8 @@ from ._configs import (
     parse_delete_config,
     parse_properties,
 )
-from ._connection import ToolError, connect, lone_errors
+from ._configs_users import USERS, alter_user, describe_users
+from ._connection import ToolError, connect, load_properties, lone_errors
 
 
 def configs(
@@ -55,7 +56,9 @@ def configs(
     ] = False,
     entity_type: Annotated[
         list[str] | None,
-        typer.Option("--entity-type", metavar="topics|brokers", help="the entity type"),
+        typer.Option(
+            "--entity-type", metavar="topics|brokers|users", help="the entity type"
+        ),
     ] = None,
     entity_name: Annotated[
         list[str] | None,
@@ -108,6 +111,15 @@ def configs(
         list[str] | None,
         typer.Option("--delete-config", metavar="K1,K2", help="overrides to remove"),
     ] = None,
+    command_config: Annotated[
+        str | None,
+        typer.Option(
+            "--command-config",
+            metavar="FILE",
+            help="a properties file for the admin client (security.protocol, ssl.*, "
+            "sasl.*)",
+        ),
+    ] = None,
 ) -> None:
     """Describe or change topic and broker configs (kafka-configs.sh)."""
     flags = Flags(
@@ -143,6 +155,9 @@ def configs(
             entity,
             (to_add, to_delete) if alter_ else None,
             describe_all=all_,
+            command_config=None
+            if command_config is None
+            else load_properties(command_config),
         )
     except ConfigCommandError as e:
         typer.echo(str(e), err=True)
@@ -167,12 +182,21 @@ def run(
     changes: tuple[dict[str, str], Sequence[str]] | None,
     *,
     describe_all: bool,
+    command_config: dict[str, str] | None = None,
 ) -> list[str]:
     """The lines the command prints: ``--alter`` with ``changes`` (the keys to set, the
-    keys to delete), else ``--describe``."""
+    keys to delete), else ``--describe``; users' SCRAM credentials through
+    :mod:`._configs_users`."""
 
     async def main() -> list[str]:
-        async with connect(bootstrap, client_id="minikafka-configs") as cluster:
+        async with connect(
+            bootstrap, client_id="minikafka-configs", command_config=command_config
+        ) as cluster:
+            if entity.entity_type == USERS:
+                if changes is not None:
+                    assert entity.name is not None
+                    return [await alter_user(cluster, entity.name, *changes)]
+                return await describe_users(cluster, entity.name)
             if changes is not None:
                 return [await alter(cluster, entity, *changes)]
             return await describe(cluster, entity, describe_all=describe_all)

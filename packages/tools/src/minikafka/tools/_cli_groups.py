@@ -14,7 +14,7 @@ import typer
 
 from minikafka.client import AsyncAdminClient
 
-from ._cli_common import BootstrapServer, run_tool, usage
+from ._cli_common import BootstrapServer, CommandConfig, run_tool, usage
 from ._connection import ToolError
 from ._groups import DEFAULT_TIMEOUT_MS, View, deletion_report, list_groups
 from ._groups import delete_groups as delete_consumer_groups
@@ -80,6 +80,7 @@ def reset_of(
 
 def groups(
     bootstrap_server: BootstrapServer,
+    command_config: CommandConfig = None,
     list_: Annotated[
         bool, typer.Option("--list", help="list the consumer groups")
     ] = False,
@@ -314,5 +315,5 @@ def groups(
             print(line)
         return not errors
 
-    ok = run_tool(run, bootstrap_server, "minikafka-consumer-groups")
+    ok = run_tool(run, bootstrap_server, "minikafka-consumer-groups", command_config)
     raise typer.Exit(0 if ok else 1)

@@ -38,9 +38,11 @@ from minikafka.client import (
     KafkaError,
 )
 
+from ._connection import java_properties
+
 TOPICS, BROKERS = "topics", "brokers"
 # Every entity type of Kafka 4.1's tool, in the order its message lists them; minikafka
-# has configs only for the first two it serves.
+# serves topics, brokers, and users' SCRAM credentials (``_configs_users``).
 KAFKA_ENTITY_TYPES = (
     "topics",
     "clients",
@@ -51,7 +53,7 @@ KAFKA_ENTITY_TYPES = (
     "groups",
     "broker-loggers",
 )
-SERVED = (TOPICS, BROKERS)
+SERVED = (TOPICS, BROKERS, "users")
 DEFAULT_ENTITY = ""  # --entity-default: the brokers' cluster-wide default
 MAX_TOPIC_NAME = 249
 
@@ -145,7 +147,11 @@ def check_flags(flags: Flags) -> Entity:
     if kind not in SERVED:
         raise ConfigCommandError(
             f"Invalid entity type {kind}: minikafka has configs for "
-            f"{' and '.join(SERVED)} only"
+            f"{', '.join(SERVED)} only"
+        )
+    if kind == "users" and flags.entity_default:
+        raise ConfigCommandError(
+            "--entity-default of users names client quotas, which minikafka does not keep"
         )
     names = [*flags.entity_names, *([DEFAULT_ENTITY] * flags.entity_default)]
     names += [n for n in (flags.topic, flags.broker) if n is not None]
@@ -163,7 +169,7 @@ def check_flags(flags: Flags) -> Entity:
             "--entity-default must not be specified with --describe of topics"
         )
     if flags.alter:
-        if kind == BROKERS and not names:
+        if kind in (BROKERS, "users") and not names:
             raise ConfigCommandError(
                 "An entity-name or default entity must be specified with --alter of "
                 "users, clients, brokers or ips"
@@ -225,20 +231,7 @@ def parse_properties(text: str) -> dict[str, str]:
     or ``key value``) lines, ``#`` and ``!`` comments, a trailing backslash continuing
     a line; Java's escapes other than that are not read. The keys are checked as
     ``--add-config``'s are."""
-    configs: dict[str, str] = {}
-    logical = ""
-    for raw in text.splitlines():
-        line = logical + raw.lstrip()
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:  # an odd count of backslashes: the line goes on
-            logical = line[:-1]
-            continue
-        logical = ""
-        if not line.strip() or line[0] in "#!":
-            continue
-        match = re.match(r"([^=:\s]*)\s*[=:\s]\s*(.*)", line)
-        key, value = (match[1], match[2]) if match else (line.strip(), "")
-        configs[key] = value  # trailing spaces are the value's, as in Java
+    configs = java_properties(text)
     for key in configs:
         if not _KEY.fullmatch(key):
             raise ConfigCommandError(f"Invalid character found for config key: {key}")

@@ -13,6 +13,7 @@ exceptions the same way.
 
 from __future__ import annotations
 
+import re
 from collections.abc import (
     AsyncIterator,
     Awaitable,
@@ -163,20 +164,60 @@ async def connect(
     *,
     client_id: str,
     request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
+    command_config: Mapping[str, str] | None = None,
 ) -> AsyncIterator[AsyncAdminClient]:
     """An :class:`AsyncAdminClient` for the cluster, closed on exit.
 
-    Its connections run in a nursery; a lone error leaving the block comes out as itself
-    (:func:`lone_errors`), so callers can ``except ToolError``.
+    ``command_config`` is the ``--command-config`` file's properties (its security
+    keys: ``security.protocol``, ``ssl.*``, ``sasl.*``); the flags win over it, as in
+    Kafka's tools. Its connections run in a nursery; a lone error leaving the block
+    comes out as itself (:func:`lone_errors`), so callers can ``except ToolError``.
     """
-    config = {
+    config: dict[str, object] = {
+        **(command_config or {}),
         "bootstrap.servers": parse_bootstrap(bootstrap_servers),
         "client.id": client_id,
         "request.timeout.ms": request_timeout_ms,
     }
     with lone_errors():
-        async with AsyncAdminClient.open(config) as admin:
+        try:
+            admin_context = AsyncAdminClient.open(config)
+        except ConfigError as e:
+            raise ToolError(f"invalid --command-config: {e}") from None
+        async with admin_context as admin:
             yield admin
+
+
+def load_properties(path: str) -> dict[str, str]:
+    """A Java properties file (``--command-config``): ``key=value`` (or ``key: value``,
+    ``key value``) lines, ``#``/``!`` comments, a trailing backslash continuing the line
+    (a JAAS config written over several lines); ToolError if it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as e:
+        raise ToolError(f"cannot read {path}: {e.strerror}") from None
+    return java_properties(text)
+
+
+def java_properties(text: str) -> dict[str, str]:
+    """The ``key=value`` pairs of a properties file's text (Java's escapes other than a
+    continuing backslash are not read)."""
+    props: dict[str, str] = {}
+    logical = ""
+    for raw in text.splitlines():
+        line = logical + raw.lstrip()
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:  # an odd count of backslashes: the line goes on
+            logical = line[:-1]
+            continue
+        logical = ""
+        if not line.strip() or line[0] in "#!":
+            continue
+        match = re.match(r"([^=:\s]*)\s*[=:\s]\s*(.*)", line)
+        key, value = (match[1], match[2]) if match else (line.strip(), "")
+        props[key] = value  # trailing spaces are the value's, as in Java
+    return props
 
 
 @contextmanager
@@ -213,6 +254,8 @@ __all__ = [
     "connect",
     "describe_failure",
     "error_name",
+    "java_properties",
+    "load_properties",
     "lone_errors",
     "raise_for",
 ]
