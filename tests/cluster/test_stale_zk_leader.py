@@ -13,7 +13,9 @@ reach it. The guarantees checked:
   metadata only by UpdateMetadata): its Metadata names itself at the old epoch; a Fetch
   naming that epoch past its log end (the group's committed offset, written under the
   new leader) is OFFSET_OUT_OF_RANGE, and ListOffsets gives its earliest offset. A
-  consumer that believes it at that epoch resets: the client's doing, Kafka's too;
+  librdkafka consumer whose metadata came from it resets to the earliest offset, though
+  it started at an offset of the new epoch: the client's doing, which Kafka's broker
+  causes too; one told by the other brokers reads on from its offset;
 - **a client that knows the new epoch is fenced, not reset** (KIP-320): a Fetch,
   ListOffsets or OffsetForLeaderEpoch naming the new epoch is UNKNOWN_LEADER_EPOCH, so
   it looks for fresher metadata and keeps its position;
@@ -24,11 +26,12 @@ reach it. The guarantees checked:
 from __future__ import annotations
 
 import signal
+import time
 from typing import Any
 
 import pytest
 import trio
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from kio.schema.errors import ErrorCode
 
 from minikafka.broker.testing import ProcessCluster
@@ -171,6 +174,33 @@ def produce(bootstrap: str, values: range) -> None:
     assert not failures, failures
 
 
+def first_offset_read(bootstrap: str, offset: int, epoch: int) -> int:
+    """The offset of the first record a librdkafka consumer reads, started (assign) at
+    ``offset`` with leader epoch ``epoch``, as a group member starts at a committed
+    offset, with ``auto.offset.reset=earliest``."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "stale-leader-test",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "log_level": 0,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(TOPIC, 0, offset, leader_epoch=epoch)])
+        deadline = time.monotonic() + WAIT
+        while time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is not None and message.error() is None:
+                read = message.offset()
+                assert read is not None
+                return read
+        raise AssertionError(f"nothing read from {bootstrap} within {WAIT}s")
+    finally:
+        consumer.close()
+
+
 def test_a_leader_cut_off_from_the_controller_answers_as_kafkas_and_fences_newer_epochs(
     make_cluster: MakeCluster,
 ) -> None:
@@ -212,6 +242,13 @@ def test_a_leader_cut_off_from_the_controller_answers_as_kafkas_and_fences_newer
     assert fetch(cluster, stale, 25, new_epoch) == ErrorCode.unknown_leader_epoch
     assert earliest(cluster, stale, new_epoch)[0] == ErrorCode.unknown_leader_epoch
     assert end_of_epoch(cluster, stale, new_epoch) == ErrorCode.unknown_leader_epoch
+
+    # librdkafka, which knows the partition's leader only from its metadata (here the
+    # stale leader's), resets at its OFFSET_OUT_OF_RANGE: the committed offset's epoch
+    # does not make it validate. Told by the others, it reads on from the offset.
+    stale_only = f"{cluster.host}:{cluster.port(stale)}"
+    assert first_offset_read(stale_only, 25, new_epoch) == 0
+    assert first_offset_read(others, 25, new_epoch) == 25
 
     # Healed, the controller reaches it: it follows at the new epoch and catches up.
     proxies.call(stale, FaultProxy.heal)
