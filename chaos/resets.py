@@ -12,7 +12,9 @@ The evidence, all of it required: after the group committed the larger offset, t
 committing process read the partition again from the log start (the final log's first
 offset), and in between a broker that still led the partition at a leader epoch the
 controller had replaced (:func:`chaos.traces.stale_leaderships`) answered a ListOffsets
-(:func:`chaos.traces.offset_lookups`).
+(:func:`chaos.traces.offset_lookups`). librdkafka skips the lookup when an earlier
+Fetch answer told it the log start (``rd_kafka_offset_reset``); such a reset leaves no
+ListOffsets in the traces and stays a ``nonmonotonic_commit``, to be looked into.
 """
 
 from __future__ import annotations
