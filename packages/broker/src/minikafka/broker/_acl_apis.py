@@ -9,7 +9,9 @@ create or delete, DESCRIBE to describe (CLUSTER_AUTHORIZATION_FAILED otherwise).
 no authorizer configured (``authorizer.class.name`` empty, Kafka's default) all three
 answer SECURITY_DISABLED.
 
-v2 and v3 are served (Kafka 4 removed v0 and v1); v3 only adds the USER resource type.
+v1 to v3 are served, as Kafka 4.1 serves them (KIP-896 removed v0, which knew no
+pattern types); v2 is v1 made flexible (KIP-482), v3 adds the USER resource type.
+librdkafka before 2.6 sends v1 only.
 """
 
 from __future__ import annotations
@@ -18,14 +20,20 @@ import datetime
 from types import ModuleType
 from typing import TypeAlias
 
+from kio.schema.create_acls.v1 import request as create_v1
+from kio.schema.create_acls.v1 import response as create_v1_response
 from kio.schema.create_acls.v2 import request as create_v2
 from kio.schema.create_acls.v2 import response as create_v2_response
 from kio.schema.create_acls.v3 import request as create_v3
 from kio.schema.create_acls.v3 import response as create_v3_response
+from kio.schema.delete_acls.v1 import request as delete_v1
+from kio.schema.delete_acls.v1 import response as delete_v1_response
 from kio.schema.delete_acls.v2 import request as delete_v2
 from kio.schema.delete_acls.v2 import response as delete_v2_response
 from kio.schema.delete_acls.v3 import request as delete_v3
 from kio.schema.delete_acls.v3 import response as delete_v3_response
+from kio.schema.describe_acls.v1 import request as describe_v1
+from kio.schema.describe_acls.v1 import response as describe_v1_response
 from kio.schema.describe_acls.v2 import request as describe_v2
 from kio.schema.describe_acls.v2 import response as describe_v2_response
 from kio.schema.describe_acls.v3 import request as describe_v3
@@ -63,45 +71,76 @@ from ._authorization import BrokerAuthorizer
 from ._controller_channel import ControllerChannel, RemoteController
 from ._metadata_cache import MetadataCache
 
-ACL_API_VERSIONS = (2, 3)
-"""CreateAcls, DescribeAcls and DeleteAcls: v2-v3, as Kafka 4.1 serves them."""
+ACL_API_VERSIONS = (1, 3)
+"""CreateAcls, DescribeAcls and DeleteAcls: v1-v3, as Kafka 4.1 serves them."""
 
 _NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 _NO_AUTHORIZER = "No Authorizer is configured."
-CreateAclsBody: TypeAlias = create_v2.CreateAclsRequest | create_v3.CreateAclsRequest
-DeleteAclsBody: TypeAlias = delete_v2.DeleteAclsRequest | delete_v3.DeleteAclsRequest
+CreateAclsBody: TypeAlias = (
+    create_v1.CreateAclsRequest
+    | create_v2.CreateAclsRequest
+    | create_v3.CreateAclsRequest
+)
+DeleteAclsBody: TypeAlias = (
+    delete_v1.DeleteAclsRequest
+    | delete_v2.DeleteAclsRequest
+    | delete_v3.DeleteAclsRequest
+)
 DescribeAclsBody: TypeAlias = (
-    describe_v2.DescribeAclsRequest | describe_v3.DescribeAclsRequest
+    describe_v1.DescribeAclsRequest
+    | describe_v2.DescribeAclsRequest
+    | describe_v3.DescribeAclsRequest
 )
 CreateAclsAnswer: TypeAlias = (
-    create_v2_response.CreateAclsResponse | create_v3_response.CreateAclsResponse
+    create_v1_response.CreateAclsResponse
+    | create_v2_response.CreateAclsResponse
+    | create_v3_response.CreateAclsResponse
 )
 DeleteAclsAnswer: TypeAlias = (
-    delete_v2_response.DeleteAclsResponse | delete_v3_response.DeleteAclsResponse
+    delete_v1_response.DeleteAclsResponse
+    | delete_v2_response.DeleteAclsResponse
+    | delete_v3_response.DeleteAclsResponse
 )
 _CREATE: tuple[type[CreateAclsBody], ...] = (
+    create_v1.CreateAclsRequest,
     create_v2.CreateAclsRequest,
     create_v3.CreateAclsRequest,
 )
 _DELETE: tuple[type[DeleteAclsBody], ...] = (
+    delete_v1.DeleteAclsRequest,
     delete_v2.DeleteAclsRequest,
     delete_v3.DeleteAclsRequest,
 )
 _DESCRIBE: tuple[type[DescribeAclsBody], ...] = (
+    describe_v1.DescribeAclsRequest,
     describe_v2.DescribeAclsRequest,
     describe_v3.DescribeAclsRequest,
 )
 _CREATE_ANSWERS = (
+    create_v1_response.CreateAclsResponse,
     create_v2_response.CreateAclsResponse,
     create_v3_response.CreateAclsResponse,
 )
 _DELETE_ANSWERS = (
+    delete_v1_response.DeleteAclsResponse,
     delete_v2_response.DeleteAclsResponse,
     delete_v3_response.DeleteAclsResponse,
 )
-_CREATE_RESPONSE = {2: create_v2_response, 3: create_v3_response}
-_DELETE_RESPONSE = {2: delete_v2_response, 3: delete_v3_response}
-_DESCRIBE_RESPONSE = {2: describe_v2_response, 3: describe_v3_response}
+_CREATE_RESPONSE = {
+    1: create_v1_response,
+    2: create_v2_response,
+    3: create_v3_response,
+}
+_DELETE_RESPONSE = {
+    1: delete_v1_response,
+    2: delete_v2_response,
+    3: delete_v3_response,
+}
+_DESCRIBE_RESPONSE = {
+    1: describe_v1_response,
+    2: describe_v2_response,
+    3: describe_v3_response,
+}
 
 
 def _code(
@@ -112,7 +151,9 @@ def _code(
     return value if value in kind._value2member_map_ else 0
 
 
-def binding_of(creation: create_v2.AclCreation | create_v3.AclCreation) -> AclBinding:
+def binding_of(
+    creation: create_v1.AclCreation | create_v2.AclCreation | create_v3.AclCreation,
+) -> AclBinding:
     return AclBinding(
         ResourcePattern(
             ResourceType(_code(ResourceType, creation.resource_type)),
@@ -129,8 +170,8 @@ def binding_of(creation: create_v2.AclCreation | create_v3.AclCreation) -> AclBi
 
 
 def filter_of(
-    body: describe_v2.DescribeAclsRequest
-    | describe_v3.DescribeAclsRequest
+    body: DescribeAclsBody
+    | delete_v1.DeleteAclsFilter
     | delete_v2.DeleteAclsFilter
     | delete_v3.DeleteAclsFilter,
 ) -> AclBindingFilter:
