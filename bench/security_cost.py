@@ -12,7 +12,12 @@ authenticating as Kafka's clients do: SaslHandshake v1, then SaslAuthenticate v1
 - small produce: one connection, one 100 B record per Produce, one at a time, p50 and
   p99 of the request's round trip; as ratios to PLAINTEXT's;
 - handshakes: new connections opened one after another, each authenticated (TLS
-  handshake, SASL exchange) and asked one ApiVersions, per second.
+  handshake, SASL exchange) and asked one ApiVersions, per second; the client's share
+  (its TLS handshake, its own 4096 PBKDF2 rounds for SCRAM) is in the same process and
+  counts in the rate, not in the broker's CPU per handshake.
+
+And for each, the broker's CPU time (``/proc``): per MiB, per small request, per
+handshake.
 
 Every Produce response is checked (error NONE, base offsets stepping by the batch's
 records). The figures are the median of the rounds, and the machine's load is in the
@@ -46,6 +51,7 @@ from minikafka.security import SCRAM_SHA_512, ScramSaslClient
 from ._common import (
     BenchError,
     Report,
+    ServerProcess,
     machine_busy_seconds,
     machine_facts,
     markdown_table,
@@ -209,10 +215,16 @@ async def _handshakes(listener: str, port: int, pki: ThrowawayPki, count: int) -
 
 
 async def _measure(
-    ports: dict[str, int], pki: ThrowawayPki, rounds: int, sizes: dict[str, int]
+    ports: dict[str, int],
+    pki: ThrowawayPki,
+    rounds: int,
+    sizes: dict[str, int],
+    broker: ServerProcess,
 ) -> dict[str, dict[str, list[float]]]:
     """Per listener: each round's large-produce MB/s, small-produce p50 and p99 (ms),
-    handshakes per second; the listeners alternate within each round."""
+    handshakes per second, and the broker's CPU for each (per MiB, per small request,
+    per handshake: what load elsewhere on the machine disturbs least); the listeners
+    alternate within each round."""
     large = batch_of_about(LARGE_BYTES)
     large_records, small_records = _records(large), 1
     frames: dict[tuple[str, str], ProduceFrames] = {}
@@ -229,6 +241,9 @@ async def _measure(
             "small_p50_ms": [],
             "small_p99_ms": [],
             "handshakes_s": [],
+            "large_cpu_ms_per_mib": [],
+            "small_cpu_us": [],
+            "handshake_cpu_ms": [],
         }
         for n in LISTENERS
     }
@@ -237,22 +252,42 @@ async def _measure(
             port, figures = ports[listener], out[listener]
             with trio.fail_after(MEASUREMENT_DEADLINE):
                 connection = await connect(listener, port, pki)
+                cpu = _cpu(broker)
                 times = await _produce(
                     connection, frames[listener, "large"], sizes["large"], large_records
                 )
+                mib = len(large) * len(times) / (1 << 20)
+                figures["large_cpu_ms_per_mib"].append(
+                    (_cpu(broker) - cpu) * 1e3 / (mib + len(large) / (1 << 20))
+                )
                 figures["large_mb_s"].append(len(large) * len(times) / sum(times) / 1e6)
+                cpu = _cpu(broker)
                 times = sorted(
                     await _produce(
                         connection, frames[listener, "small"], sizes["small"], 1
                     )
                 )
+                figures["small_cpu_us"].append(
+                    (_cpu(broker) - cpu) * 1e6 / (len(times) + 1)
+                )
                 figures["small_p50_ms"].append(percentile(times, 50) * 1e3)
                 figures["small_p99_ms"].append(percentile(times, 99) * 1e3)
                 await connection.stream.aclose()
+                cpu = _cpu(broker)
                 figures["handshakes_s"].append(
                     await _handshakes(listener, port, pki, sizes["handshakes"])
                 )
+                figures["handshake_cpu_ms"].append(
+                    (_cpu(broker) - cpu) * 1e3 / sizes["handshakes"]
+                )
     return out
+
+
+def _cpu(broker: ServerProcess) -> float:
+    seconds = broker.cpu_seconds()
+    if seconds is None:
+        raise BenchError("cannot read the broker's CPU time (/proc)")
+    return seconds
 
 
 def _records(batch: bytes) -> int:
@@ -274,8 +309,8 @@ def run(quick: bool) -> Report:
         pki = make_pki(root / "pki", clients=())
         ports = dict(zip(LISTENERS, free_ports(len(LISTENERS)), strict=True))
         (root / "data").mkdir()
-        with spawned_broker(root / "data", None, *_overrides(ports, pki)):
-            figures = trio.run(_measure, ports, pki, rounds, sizes)
+        with spawned_broker(root / "data", None, *_overrides(ports, pki)) as broker:
+            figures = trio.run(_measure, ports, pki, rounds, sizes, broker)
     busy_after, wall = machine_busy_seconds(), time.monotonic() - wall_before
     medians = {
         n: {k: statistics.median(v) for k, v in f.items()} for n, f in figures.items()
@@ -296,6 +331,12 @@ def run(quick: bool) -> Report:
 
 def _table(medians: dict[str, dict[str, float]]) -> str:
     base = medians["PLAINTEXT"]
+
+    def cell(m: dict[str, float], key: str, spec: str) -> str:
+        # /proc counts CPU in clock ticks (10 ms): a quick run may see none.
+        ratio = f"{m[key] / base[key]:.2f}x" if base[key] else "-"
+        return f"{m[key]:{spec}} ({ratio})"
+
     rows = []
     for listener in LISTENERS:
         m = medians[listener]
@@ -303,23 +344,23 @@ def _table(medians: dict[str, dict[str, float]]) -> str:
         rows.append(
             [
                 name,
-                f"{m['large_mb_s']:,.1f}",
-                f"{m['large_mb_s'] / base['large_mb_s']:.2f}x",
-                f"{m['small_p50_ms']:.2f}",
-                f"{m['small_p50_ms'] / base['small_p50_ms']:.2f}x",
-                f"{m['small_p99_ms']:.2f}",
-                f"{m['small_p99_ms'] / base['small_p99_ms']:.2f}x",
-                f"{m['handshakes_s']:,.0f}",
+                cell(m, "large_mb_s", ",.1f"),
+                cell(m, "large_cpu_ms_per_mib", ".2f"),
+                cell(m, "small_p50_ms", ".2f"),
+                cell(m, "small_p99_ms", ".2f"),
+                cell(m, "small_cpu_us", ",.0f"),
+                cell(m, "handshakes_s", ",.0f"),
+                cell(m, "handshake_cpu_ms", ".2f"),
             ]
         )
     header = [
-        "listener",
+        "listener (x PLAINTEXT)",
         "large produce MB/s",
-        "/ PLAINTEXT",
+        "broker CPU ms/MiB",
         "small p50 ms",
-        "/ PLAINTEXT",
         "small p99 ms",
-        "/ PLAINTEXT",
+        "broker CPU µs/small",
         "handshakes/s",
+        "broker CPU ms/handshake",
     ]
     return markdown_table(header, rows)
