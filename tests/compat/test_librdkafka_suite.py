@@ -124,8 +124,8 @@ RUNS: dict[str, Run] = {
         subtests="Acls",
     ),
     # sasl_test.py's "SASL SCRAM". librdkafka before 2.6.1 repeats its own nonce in its
-    # client-final message; Kafka 4 checks the nonce for equality (RFC 5802, the fix of
-    # CVE-2024-56128) and refuses it, as minikafka does: the test must fail, refused.
+    # client-final message; Kafka 4 checks the nonce for equality (RFC 5802) and refuses
+    # it, as minikafka does: the test must fail, refused.
     "scram512": Run(
         "SASL_SSL",
         _scram("SCRAM-SHA-512"),
