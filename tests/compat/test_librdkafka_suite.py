@@ -29,6 +29,7 @@ import json
 import os
 import shlex
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -271,14 +272,21 @@ def _authenticates(client: AdminClient) -> bool:
 
 
 def _kafka_path(work: Path) -> Path:
-    """A ``KAFKA_PATH`` whose ``bin/kafka-acls.sh`` runs Apache Kafka's AclCommand."""
+    """A ``KAFKA_PATH`` whose ``bin/kafka-acls.sh`` runs Apache Kafka's AclCommand, then
+    waits until every broker describes the same ACLs on the topic
+    (:mod:`tests.compat._acl_propagation` says why)."""
     try:
         command = java_command("org.apache.kafka.tools.AclCommand")
     except ReferenceMissing as missing:
         pytest.skip(str(missing))
+    propagated = [sys.executable, "-m", "tests.compat._acl_propagation"]
     script = work / "kafka" / "bin" / "kafka-acls.sh"
     script.parent.mkdir(parents=True)
-    script.write_text(f'#!/bin/sh\nexec {shlex.join(command)} "$@"\n')
+    script.write_text(
+        "#!/bin/sh\n"
+        f'{shlex.join(command)} "$@" || exit $?\n'
+        f'cd {shlex.quote(str(ROOT))} && exec {shlex.join(propagated)} "$@"\n'
+    )
     script.chmod(0o755)
     return script.parents[1]
 

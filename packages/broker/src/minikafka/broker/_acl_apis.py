@@ -17,9 +17,12 @@ librdkafka before 2.6 sends v1 only.
 from __future__ import annotations
 
 import datetime
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import TypeAlias
 
+import trio
 from kio.schema.create_acls.v1 import request as create_v1
 from kio.schema.create_acls.v1 import response as create_v1_response
 from kio.schema.create_acls.v2 import request as create_v2
@@ -42,6 +45,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8, i32Timedelta
 
 from minikafka.controller import (
+    AccessControlEntryRecord,
     AclResult,
     ControllerError,
     CreateAclsRequest,
@@ -49,6 +53,7 @@ from minikafka.controller import (
     DeleteAclsFilterResult,
     DeleteAclsRequest,
     DeleteAclsResponse,
+    acl_binding,
     describe_acls,
 )
 from minikafka.net import Request
@@ -74,6 +79,7 @@ from ._metadata_cache import MetadataCache
 ACL_API_VERSIONS = (1, 3)
 """CreateAcls, DescribeAcls and DeleteAcls: v1-v3, as Kafka 4.1 serves them."""
 
+AclImage: TypeAlias = Mapping[uuid.UUID, AccessControlEntryRecord]
 _NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 _NO_AUTHORIZER = "No Authorizer is configured."
 CreateAclsBody: TypeAlias = (
@@ -233,6 +239,39 @@ def _delete_response(
     )
 
 
+PUBLISH_WAIT = 5.0
+"""Seconds a broker that forwarded CreateAcls or DeleteAcls waits, at most, for its own
+image to show the change before it answers."""
+
+
+async def _until_published(
+    authorizer: BrokerAuthorizer, done: Callable[[AclImage], bool]
+) -> None:
+    """Waits until this broker's image satisfies ``done``, at most :data:`PUBLISH_WAIT`.
+
+    The controller answers once the records are committed; the brokers replay them a
+    fetch later. A client that describes the ACLs it just changed asks the broker it
+    asked to change them (librdkafka sends all three APIs to the controller Metadata
+    named, which is the answering broker here), so this broker answers only once it
+    would describe its own change: read-your-writes, at the cost of that fetch."""
+    with trio.move_on_after(PUBLISH_WAIT):
+        await authorizer.cache.wait_until(lambda image: done(image.acls))
+
+
+def _succeeded(results: Sequence[object]) -> set[int]:
+    """The positions of the results the controller answered NONE."""
+    return {
+        i
+        for i, result in enumerate(results)
+        if getattr(result, "error_code", None) == ErrorCode.none
+    }
+
+
+def _all_in(bindings: list[AclBinding], acls: AclImage) -> bool:
+    present = {acl_binding(record) for record in acls.values()}
+    return all(b in present for b in bindings)
+
+
 async def handle_create_acls(
     request: Request,
     channel: ControllerChannel,
@@ -259,6 +298,11 @@ async def handle_create_acls(
             forwarded = await channel.forward(body)
             if not isinstance(forwarded, _CREATE_ANSWERS):
                 raise ControllerError(ErrorCode.unknown_server_error)
+            if authorizer is not None:
+                ok = _succeeded(forwarded.results)
+                asked = [binding_of(c) for c in body.creations]
+                made = [b for i, b in enumerate(asked) if i in ok]
+                await _until_published(authorizer, lambda acls: _all_in(made, acls))
             request.respond(forwarded)
             return
         answer = await channel.submit(
@@ -299,6 +343,14 @@ async def handle_delete_acls(
             forwarded = await channel.forward(body)
             if not isinstance(forwarded, _DELETE_ANSWERS):
                 raise ControllerError(ErrorCode.unknown_server_error)
+            if authorizer is not None:
+                ok = _succeeded(forwarded.filter_results)
+                filters = [filter_of(f) for f in body.filters]
+                gone = [f for i, f in enumerate(filters) if i in ok]
+                await _until_published(
+                    authorizer,
+                    lambda acls: not any(describe_acls(acls, f) for f in gone),
+                )
             request.respond(forwarded)
             return
         answer = await channel.submit(
