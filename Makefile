@@ -74,7 +74,7 @@ help:
 NEEDS :=
 # `make book EDITION=instructor` prints the labs' reference answers (book/_ext/edition.py).
 EDITION ?= student
-test pytest: NEEDS := kcat java zookeeper chromium reference
+test pytest: NEEDS := kcat java zookeeper chromium reference librdkafka-tests
 # `make book` is the reader build: only the Python workspace (book/_ext/reader.py leaves
 # out the cells that need Java, ZooKeeper or broker processes, and the page check).
 # FULL=1 (and `make test`) is the full build: every cell, then the page check.

@@ -54,6 +54,8 @@ SERIAL_DIRS = (
     ROOT / "tests" / "cluster",
     # Apache Kafka and minikafka side by side, timed.
     ROOT / "tests" / "bench",
+    # librdkafka's own test runner against a SASL_SSL cluster, one for the module.
+    ROOT / "tests" / "compat" / "test_librdkafka_suite.py",
 )
 
 

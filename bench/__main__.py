@@ -34,6 +34,7 @@ from . import (
     net_reactor,
     raft_quorum,
     replication_waterfall,
+    security_cost,
     trace_parquet,
     tracing,
     transactions,
@@ -62,6 +63,7 @@ BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     kafka_reference.NAME: kafka_reference.run,
     cluster_reference.NAME: cluster_reference.run,
     transactions.NAME: transactions.run,
+    security_cost.NAME: security_cost.run,
 }
 
 

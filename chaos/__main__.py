@@ -33,16 +33,17 @@ from .nemesis import Options, Topology, parse_faults, schedule
 from .netns import unavailable
 from .runner import RunOptions, needs_network, refused, run
 from .timeline import redraw
-from .traces import TRACE_ANOMALY_KINDS, check_traces
+from .traces import TRACE_ANOMALY_KINDS, check_traces, kept_records
 from .workload import CLIENT, CLIENTS
 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
     ops = parse_history(Path(args.history).read_text().splitlines())
     final = parse_final_state(Path(args.final).read_text())
-    report = check(ops, final)
-    traced = check_traces(read_trace(Path(args.traces)), ops) if args.traces else []
-    for anomaly in report.anomalies:
+    records = kept_records(read_trace(Path(args.traces))) if args.traces else []
+    report = check(ops, final, records)
+    traced = check_traces(records, ops) if args.traces else []
+    for anomaly in (*report.anomalies, *report.explained):
         ops_ = ", ".join(str(i) for i in anomaly.ops) or "-"
         where = f"{anomaly.topic}-{anomaly.partition}"
         print(f"{anomaly.kind:<20} {where:<16} ops {ops_}: {anomaly.detail}", file=out)

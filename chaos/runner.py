@@ -41,7 +41,7 @@ from .history import Op, encode_final_state, format_history
 from .nemesis import PARTITION_KINDS, Options, Topology, schedule
 from .netcluster import bootstrap, place
 from .netns import Network
-from .traces import TRACE_ANOMALY_KINDS, TraceAnomaly, check_traces
+from .traces import TRACE_ANOMALY_KINDS, TraceAnomaly, check_traces, kept_records
 from .workload import CLIENT, GroupConsumer, Producer, Recorder, read_back, stop_all
 
 SETTINGS = {
@@ -223,13 +223,14 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
     (out_dir / "faults.jsonl").write_text(
         "".join(json.dumps(r.to_json()) + "\n" for r in injector.done)
     )
-    report = check(ops, final)
-    traced = check_traces(read_trace(cluster.root / "traces"), ops)
+    records = kept_records(read_trace(cluster.root / "traces"))
+    report = check(ops, final, records)
+    traced = check_traces(records, ops)
     faults = [r.to_json() for r in injector.done]
     marks = timeline.anomaly_marks(ops, report.anomalies, traced)
     timeline.save(out_dir / timeline.FILE, ops, faults, marks, title=out_dir.name)
     lines = _summary(opts, injector, ops, report.counts(), traced, notes, network)
-    for anomaly in report.anomalies:
+    for anomaly in (*report.anomalies, *report.explained):
         where = f"{anomaly.topic}-{anomaly.partition}"
         lines.append(f"{anomaly.kind} {where} ops {anomaly.ops}: {anomaly.detail}")
     for anomaly_ in traced:

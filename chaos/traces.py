@@ -8,6 +8,8 @@ the event's fields. The rules read these events:
   with ``isr``), ``replication.isr_change`` (the leader applied a new ``isr``),
   ``replication.hw_advance`` (the leader moved the high watermark: what answers an
   ``acks=all`` produce);
+- ``replication.become_follower`` (a broker follows from ``leader_epoch`` on: it no
+  longer leads);
 - ``controller.election`` (the active controller chose ``leader`` at ``leader_epoch``
   with ``isr``; KRaft and ZooKeeper mode alike);
 - ``raft.state_change`` (a KRaft voter became ``Leader`` at ``epoch``: the active
@@ -24,6 +26,14 @@ The rules:
   history's ``acks=all`` send was acknowledged while the partition's ISR (the latest any
   trace gave) was empty from the send's invoke to its completion, when the broker
   answered it: acknowledged by no in-sync replica at all.
+
+Not an anomaly, but evidence the history checker asks for: :func:`stale_leaderships`
+finds each span in which a broker still led a partition at a leader epoch the controller
+had already replaced (from the election of the newer epoch to the broker's own next
+``become_leader`` or ``become_follower``). Every failover has one, usually milliseconds
+long, until the old leader hears of the new epoch; in ZooKeeper mode a leader cut off
+from the controller (and so from its LeaderAndIsr) keeps serving reads for as long as
+the cut lasts, as Kafka's does.
 
 A topic deleted and created again under its name starts its leader epochs over; each
 ``controller.election`` with reason ``new_partition`` starts a new incarnation of the
@@ -241,6 +251,110 @@ def _empty_isr_acks(
     return found
 
 
+@attrs.frozen
+class StaleLeadership:
+    """Broker ``node`` led ``topic``-``partition`` at ``epoch`` after the controller had
+    elected ``newer_epoch`` (at ``since``), until its next leadership change
+    (``until``; infinity if the traces show none)."""
+
+    topic: str
+    partition: int
+    node: int
+    epoch: int
+    newer_epoch: int
+    since: float
+    until: float
+    events: tuple[TraceEvent, ...]
+    """The broker's ``become_leader`` and the controller's newer ``election``."""
+
+    def covers(self, start: float, end: float) -> bool:
+        """Whether the span overlaps ``[start, end]``."""
+        return self.since <= end and start <= self.until
+
+
+def stale_leaderships(records: Iterable[Record]) -> list[StaleLeadership]:
+    """Every span in which a broker led a partition at a replaced leader epoch, by
+    partition and time."""
+    kept = sorted(
+        (r for r in records if _kind(r) in _LEADERSHIP), key=lambda r: _envelope(r).ts
+    )
+    incarnations = _Incarnations(kept)
+    by_partition: defaultdict[tuple[TopicPartition, int], list[Record]]
+    by_partition = defaultdict(list)
+    for record in kept:
+        tp = _tp(record)
+        by_partition[(tp, incarnations.of(tp, _envelope(record).ts))].append(record)
+    found = []
+    for ((topic, partition), _), events in sorted(by_partition.items()):
+        for i, record in enumerate(events):
+            if _kind(record) != "replication.become_leader":
+                continue
+            node, epoch = _int(record, "node"), _int(record, "leader_epoch")
+            later = events[i + 1 :]
+            until = next(
+                (
+                    _envelope(r).ts
+                    for r in later
+                    if _kind(r) != "controller.election" and _int(r, "node") == node
+                ),
+                float("inf"),
+            )
+            newer = next(
+                (
+                    r
+                    for r in later
+                    if _kind(r) == "controller.election"
+                    and _int(r, "leader_epoch") > epoch
+                    and _envelope(r).ts < until
+                ),
+                None,
+            )
+            if newer is not None:
+                found.append(
+                    StaleLeadership(
+                        topic,
+                        partition,
+                        node,
+                        epoch,
+                        _int(newer, "leader_epoch"),
+                        _envelope(newer).ts,
+                        until,
+                        (_envelope(record), _envelope(newer)),
+                    )
+                )
+    return found
+
+
+_LEADERSHIP = frozenset(
+    {
+        "replication.become_leader",
+        "replication.become_follower",
+        "controller.election",
+    }
+)
+
+
+def offset_lookups(records: Iterable[Record]) -> list[TraceEvent]:
+    """Every ListOffsets request a broker answered (``net.request``), by time: what a
+    consumer whose position was reset asks (the request's trace line names no
+    partition)."""
+    return sorted(
+        (_envelope(r) for r in records if _is_offset_lookup(r)),
+        key=lambda event: event.ts,
+    )
+
+
+def _is_offset_lookup(record: Record) -> bool:
+    return _kind(record) == "net.request" and record.get("api_name") == "ListOffsets"
+
+
+def kept_records(records: Iterable[Record]) -> list[Record]:
+    """The lines of a run's traces that :func:`check_traces`,
+    :func:`stale_leaderships` and :func:`offset_lookups` read, so a run's traces are
+    read once and held small."""
+    return [r for r in records if _kind(r) in _READ or _is_offset_lookup(r)]
+
+
 def check_traces(
     records: Iterable[Record], history: Sequence[Op] = ()
 ) -> list[TraceAnomaly]:
@@ -261,6 +375,7 @@ _READ = frozenset(
         "replication.become_leader",
         "replication.isr_change",
         "replication.hw_advance",
+        "replication.become_follower",
         "controller.election",
         "raft.state_change",
         "zk_controller.elected",

@@ -11,8 +11,11 @@
 #              and benchmarks that run the real broker, Java clients and tools beside
 #              minikafka: a JDK (javac compiles the tests' Java driver) and Maven, then
 #              `mvn dependency:copy-dependencies` once; offline afterwards
+#   librdkafka-tests  librdkafka's own regression-test runner, built once from Debian's
+#              source into reference/.cache/librdkafka/ (scripts/build_librdkafka_tests.sh)
+#              with a C++ compiler and the -dev packages of its TLS and compression
 # `make run` and `make book` need none of them (the full build, `make book FULL=1`, java,
-# zookeeper and chromium), `make lab N` java, `make test` all five and `make bench`
+# zookeeper and chromium), `make lab N` java, `make test` all six and `make bench`
 # reference (the Makefile says which). As root it installs system packages with apt-get; otherwise it stops and prints
 # the exact command to run.
 set -euo pipefail
@@ -54,10 +57,18 @@ for need in "$@"; do
             "$python" -c 'import os, sys, sysconfig
 sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
                 || missing+=(python3-dev) ;;
+        librdkafka-tests)
+            command -v g++ >/dev/null 2>&1 || missing+=(g++)
+            command -v make >/dev/null 2>&1 || missing+=(make)
+            command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+            for dev in libssl-dev zlib1g-dev libzstd-dev liblz4-dev; do
+                dpkg-query -W -f='${Status}' "$dev" 2>/dev/null | grep -q 'ok installed' \
+                    || missing+=("$dev")
+            done ;;
         reference)
             command -v javac >/dev/null 2>&1 || missing+=(openjdk-17-jdk-headless)
             command -v mvn >/dev/null 2>&1 || missing+=(maven) ;;
-        *) echo "bootstrap: unknown need '$need' (kcat, java, zookeeper, chromium, reference, mypyc)" >&2; exit 2 ;;
+        *) echo "bootstrap: unknown need '$need' (kcat, java, zookeeper, chromium, reference, librdkafka-tests, mypyc)" >&2; exit 2 ;;
     esac
 done
 if ((${#missing[@]})); then
@@ -90,4 +101,9 @@ for need in "$@"; do
         rm -rf "$cache/libs"
         mv "$cache/libs.tmp" "$cache/libs"
     fi
+done
+
+# --- librdkafka's regression-test runner -----------------------------------------
+for need in "$@"; do
+    [[ $need == librdkafka-tests ]] && scripts/build_librdkafka_tests.sh
 done

@@ -9,23 +9,34 @@ create or delete, DESCRIBE to describe (CLUSTER_AUTHORIZATION_FAILED otherwise).
 no authorizer configured (``authorizer.class.name`` empty, Kafka's default) all three
 answer SECURITY_DISABLED.
 
-v2 and v3 are served (Kafka 4 removed v0 and v1); v3 only adds the USER resource type.
+v1 to v3 are served, as Kafka 4.1 serves them (KIP-896 removed v0, which knew no
+pattern types); v2 is v1 made flexible (KIP-482), v3 adds the USER resource type.
+librdkafka before 2.6 sends v1 only.
 """
 
 from __future__ import annotations
 
 import datetime
+import uuid
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import TypeAlias
 
+import trio
+from kio.schema.create_acls.v1 import request as create_v1
+from kio.schema.create_acls.v1 import response as create_v1_response
 from kio.schema.create_acls.v2 import request as create_v2
 from kio.schema.create_acls.v2 import response as create_v2_response
 from kio.schema.create_acls.v3 import request as create_v3
 from kio.schema.create_acls.v3 import response as create_v3_response
+from kio.schema.delete_acls.v1 import request as delete_v1
+from kio.schema.delete_acls.v1 import response as delete_v1_response
 from kio.schema.delete_acls.v2 import request as delete_v2
 from kio.schema.delete_acls.v2 import response as delete_v2_response
 from kio.schema.delete_acls.v3 import request as delete_v3
 from kio.schema.delete_acls.v3 import response as delete_v3_response
+from kio.schema.describe_acls.v1 import request as describe_v1
+from kio.schema.describe_acls.v1 import response as describe_v1_response
 from kio.schema.describe_acls.v2 import request as describe_v2
 from kio.schema.describe_acls.v2 import response as describe_v2_response
 from kio.schema.describe_acls.v3 import request as describe_v3
@@ -34,6 +45,7 @@ from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8, i32Timedelta
 
 from minikafka.controller import (
+    AccessControlEntryRecord,
     AclResult,
     ControllerError,
     CreateAclsRequest,
@@ -41,6 +53,7 @@ from minikafka.controller import (
     DeleteAclsFilterResult,
     DeleteAclsRequest,
     DeleteAclsResponse,
+    acl_binding,
     describe_acls,
 )
 from minikafka.net import Request
@@ -63,45 +76,77 @@ from ._authorization import BrokerAuthorizer
 from ._controller_channel import ControllerChannel, RemoteController
 from ._metadata_cache import MetadataCache
 
-ACL_API_VERSIONS = (2, 3)
-"""CreateAcls, DescribeAcls and DeleteAcls: v2-v3, as Kafka 4.1 serves them."""
+ACL_API_VERSIONS = (1, 3)
+"""CreateAcls, DescribeAcls and DeleteAcls: v1-v3, as Kafka 4.1 serves them."""
 
+AclImage: TypeAlias = Mapping[uuid.UUID, AccessControlEntryRecord]
 _NO_THROTTLE = i32Timedelta.parse(datetime.timedelta(0))
 _NO_AUTHORIZER = "No Authorizer is configured."
-CreateAclsBody: TypeAlias = create_v2.CreateAclsRequest | create_v3.CreateAclsRequest
-DeleteAclsBody: TypeAlias = delete_v2.DeleteAclsRequest | delete_v3.DeleteAclsRequest
+CreateAclsBody: TypeAlias = (
+    create_v1.CreateAclsRequest
+    | create_v2.CreateAclsRequest
+    | create_v3.CreateAclsRequest
+)
+DeleteAclsBody: TypeAlias = (
+    delete_v1.DeleteAclsRequest
+    | delete_v2.DeleteAclsRequest
+    | delete_v3.DeleteAclsRequest
+)
 DescribeAclsBody: TypeAlias = (
-    describe_v2.DescribeAclsRequest | describe_v3.DescribeAclsRequest
+    describe_v1.DescribeAclsRequest
+    | describe_v2.DescribeAclsRequest
+    | describe_v3.DescribeAclsRequest
 )
 CreateAclsAnswer: TypeAlias = (
-    create_v2_response.CreateAclsResponse | create_v3_response.CreateAclsResponse
+    create_v1_response.CreateAclsResponse
+    | create_v2_response.CreateAclsResponse
+    | create_v3_response.CreateAclsResponse
 )
 DeleteAclsAnswer: TypeAlias = (
-    delete_v2_response.DeleteAclsResponse | delete_v3_response.DeleteAclsResponse
+    delete_v1_response.DeleteAclsResponse
+    | delete_v2_response.DeleteAclsResponse
+    | delete_v3_response.DeleteAclsResponse
 )
 _CREATE: tuple[type[CreateAclsBody], ...] = (
+    create_v1.CreateAclsRequest,
     create_v2.CreateAclsRequest,
     create_v3.CreateAclsRequest,
 )
 _DELETE: tuple[type[DeleteAclsBody], ...] = (
+    delete_v1.DeleteAclsRequest,
     delete_v2.DeleteAclsRequest,
     delete_v3.DeleteAclsRequest,
 )
 _DESCRIBE: tuple[type[DescribeAclsBody], ...] = (
+    describe_v1.DescribeAclsRequest,
     describe_v2.DescribeAclsRequest,
     describe_v3.DescribeAclsRequest,
 )
 _CREATE_ANSWERS = (
+    create_v1_response.CreateAclsResponse,
     create_v2_response.CreateAclsResponse,
     create_v3_response.CreateAclsResponse,
 )
 _DELETE_ANSWERS = (
+    delete_v1_response.DeleteAclsResponse,
     delete_v2_response.DeleteAclsResponse,
     delete_v3_response.DeleteAclsResponse,
 )
-_CREATE_RESPONSE = {2: create_v2_response, 3: create_v3_response}
-_DELETE_RESPONSE = {2: delete_v2_response, 3: delete_v3_response}
-_DESCRIBE_RESPONSE = {2: describe_v2_response, 3: describe_v3_response}
+_CREATE_RESPONSE = {
+    1: create_v1_response,
+    2: create_v2_response,
+    3: create_v3_response,
+}
+_DELETE_RESPONSE = {
+    1: delete_v1_response,
+    2: delete_v2_response,
+    3: delete_v3_response,
+}
+_DESCRIBE_RESPONSE = {
+    1: describe_v1_response,
+    2: describe_v2_response,
+    3: describe_v3_response,
+}
 
 
 def _code(
@@ -112,7 +157,9 @@ def _code(
     return value if value in kind._value2member_map_ else 0
 
 
-def binding_of(creation: create_v2.AclCreation | create_v3.AclCreation) -> AclBinding:
+def binding_of(
+    creation: create_v1.AclCreation | create_v2.AclCreation | create_v3.AclCreation,
+) -> AclBinding:
     return AclBinding(
         ResourcePattern(
             ResourceType(_code(ResourceType, creation.resource_type)),
@@ -129,8 +176,8 @@ def binding_of(creation: create_v2.AclCreation | create_v3.AclCreation) -> AclBi
 
 
 def filter_of(
-    body: describe_v2.DescribeAclsRequest
-    | describe_v3.DescribeAclsRequest
+    body: DescribeAclsBody
+    | delete_v1.DeleteAclsFilter
     | delete_v2.DeleteAclsFilter
     | delete_v3.DeleteAclsFilter,
 ) -> AclBindingFilter:
@@ -192,6 +239,39 @@ def _delete_response(
     )
 
 
+PUBLISH_WAIT = 5.0
+"""Seconds a broker that forwarded CreateAcls or DeleteAcls waits, at most, for its own
+image to show the change before it answers."""
+
+
+async def _until_published(
+    authorizer: BrokerAuthorizer, done: Callable[[AclImage], bool]
+) -> None:
+    """Waits until this broker's image satisfies ``done``, at most :data:`PUBLISH_WAIT`.
+
+    The controller answers once the records are committed; the brokers replay them a
+    fetch later. A client that describes the ACLs it just changed asks the broker it
+    asked to change them (librdkafka sends all three APIs to the controller Metadata
+    named, which is the answering broker here), so this broker answers only once it
+    would describe its own change: read-your-writes, at the cost of that fetch."""
+    with trio.move_on_after(PUBLISH_WAIT):
+        await authorizer.cache.wait_until(lambda image: done(image.acls))
+
+
+def _succeeded(results: Sequence[object]) -> set[int]:
+    """The positions of the results the controller answered NONE."""
+    return {
+        i
+        for i, result in enumerate(results)
+        if getattr(result, "error_code", None) == ErrorCode.none
+    }
+
+
+def _all_in(bindings: list[AclBinding], acls: AclImage) -> bool:
+    present = {acl_binding(record) for record in acls.values()}
+    return all(b in present for b in bindings)
+
+
 async def handle_create_acls(
     request: Request,
     channel: ControllerChannel,
@@ -218,6 +298,11 @@ async def handle_create_acls(
             forwarded = await channel.forward(body)
             if not isinstance(forwarded, _CREATE_ANSWERS):
                 raise ControllerError(ErrorCode.unknown_server_error)
+            if authorizer is not None:
+                ok = _succeeded(forwarded.results)
+                asked = [binding_of(c) for c in body.creations]
+                made = [b for i, b in enumerate(asked) if i in ok]
+                await _until_published(authorizer, lambda acls: _all_in(made, acls))
             request.respond(forwarded)
             return
         answer = await channel.submit(
@@ -258,6 +343,14 @@ async def handle_delete_acls(
             forwarded = await channel.forward(body)
             if not isinstance(forwarded, _DELETE_ANSWERS):
                 raise ControllerError(ErrorCode.unknown_server_error)
+            if authorizer is not None:
+                ok = _succeeded(forwarded.filter_results)
+                filters = [filter_of(f) for f in body.filters]
+                gone = [f for i, f in enumerate(filters) if i in ok]
+                await _until_published(
+                    authorizer,
+                    lambda acls: not any(describe_acls(acls, f) for f in gone),
+                )
             request.respond(forwarded)
             return
         answer = await channel.submit(

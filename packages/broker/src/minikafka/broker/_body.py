@@ -578,14 +578,20 @@ SERVED_BODIES: Mapping[ApiKey, tuple[type, ...]] = {
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: body_classes(
         "alter_user_scram_credentials_v0.AlterUserScramCredentialsRequest"
     ),
-    # KIP-801's ACL APIs (``_acl_apis``), v2-v3.
+    # KIP-801's ACL APIs (``_acl_apis``), v1-v3.
     ApiKey.DESCRIBE_ACLS: body_classes(
-        "describe_acls_v2.DescribeAclsRequest | describe_acls_v3.DescribeAclsRequest"
+        "describe_acls_v1.DescribeAclsRequest"
+        " | describe_acls_v2.DescribeAclsRequest"
+        " | describe_acls_v3.DescribeAclsRequest"
     ),
     ApiKey.CREATE_ACLS: body_classes(
-        "create_acls_v2.CreateAclsRequest | create_acls_v3.CreateAclsRequest"
+        "create_acls_v1.CreateAclsRequest"
+        " | create_acls_v2.CreateAclsRequest"
+        " | create_acls_v3.CreateAclsRequest"
     ),
     ApiKey.DELETE_ACLS: body_classes(
-        "delete_acls_v2.DeleteAclsRequest | delete_acls_v3.DeleteAclsRequest"
+        "delete_acls_v1.DeleteAclsRequest"
+        " | delete_acls_v2.DeleteAclsRequest"
+        " | delete_acls_v3.DeleteAclsRequest"
     ),
 }

@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable, Hashable, Mapping
 
 import attrs
+import trio
 
 from minikafka.controller import (
     METADATA_TOPIC,
@@ -64,8 +65,19 @@ class MetadataCache:
     )
     _bodies: dict[Hashable, bytes] = attrs.field(init=False, factory=dict, repr=False)
 
+    # Set, and replaced, by each update(): what wait_until() waits on.
+    _updated: trio.Event = attrs.field(init=False, factory=trio.Event, repr=False)
+
     def update(self, image: MetadataImage) -> None:
         self.image = image
+        self._updated.set()
+        self._updated = trio.Event()
+
+    async def wait_until(self, done: Callable[[MetadataImage], bool]) -> None:
+        """Returns once an image (this one, or one a later update() brings) satisfies
+        ``done``; the caller bounds the wait."""
+        while not done(self.image):
+            await self._updated.wait()
 
     def response_body(self, key: Hashable, make: Callable[[], bytes]) -> bytes:
         """The bytes ``make()`` returns for the current image and ``key``, computed

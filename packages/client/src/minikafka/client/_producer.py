@@ -76,6 +76,14 @@ HeadersArg = (
 )
 
 
+# The topic errors a send fails on at once, as Kafka's producer does while it waits for
+# metadata; any other (UNKNOWN_TOPIC_OR_PARTITION while a topic is being created,
+# LEADER_NOT_AVAILABLE, a broker's transient error) is waited out until max.block.ms.
+_FATAL_TOPIC_ERRORS = frozenset(
+    {ErrorCode.topic_authorization_failed, ErrorCode.invalid_topic_exception}
+)
+
+
 class Producer:
     """A Kafka producer: ``Producer({"bootstrap.servers": "127.0.0.1:9092"})``."""
 
@@ -217,10 +225,7 @@ class Producer:
             if metadata.authentication_error is not None:
                 raise KafkaException(KafkaError(*metadata.authentication_error))
             known = metadata.topics.get(topic)
-            if known is not None and known.error not in (
-                0,
-                ErrorCode.leader_not_available,
-            ):
+            if known is not None and known.error in _FATAL_TOPIC_ERRORS:
                 raise KafkaException(KafkaError(known.error, f"topic {topic}"))
             left = deadline - PRODUCER_CLOCK()
             if left <= 0:
