@@ -205,11 +205,11 @@ def encoder_source(
     ``names`` are attribute names (Python identifiers, checked again here because they
     are written into source); the line's template, with each key's JSON spelling and
     one ``%`` conversion per value, is computed here, once. The function reads every
-    field, checks in one condition that each value has its declared type (and each float
-    is finite), and then writes the whole line with one ``%`` operation; otherwise, or if
-    a string field holds a non-string, it returns the reference encoding.
-    ``from_fields``: it takes the tuple of field values instead of the event (``fields,
-    ts, node``) and unpacks it: a ValueError if its length is wrong.
+    field, checks in one condition that each value has its declared type (and each
+    float is finite), and then writes the whole line with one ``%`` operation;
+    otherwise, or if a string field holds a non-string, it returns the reference
+    encoding. ``from_fields``: it takes the tuple of field values instead of the event
+    (``fields, ts, node``) and unpacks it: a ValueError if its length is wrong.
     """
     for name in names:
         if not name.isidentifier():
