@@ -51,12 +51,14 @@ _sections: dict[str, list[str]] = {}
 ROOT = Path(__file__).resolve().parent
 
 CLUSTERLESS_LABS = frozenset(
-    ROOT / "labs" / name / "test_lab.py" for name in ("19-chaos-checker",)
+    ROOT / "labs" / name / "test_lab.py"
+    for name in ("18-partition-handover", "19-chaos-checker")
 )
-"""The trace labs whose scenario starts no broker (lab 19 draws its chaos histories
-from a seed and a recorded run): their checks time nothing, so they run in the first
-run, in the Spark group (:data:`SPARK_TESTS`), on the one Spark session of its worker
-(a JVM that takes half a minute to start on a loaded machine)."""
+"""The trace labs whose scenario starts no broker (lab 18 runs the group coordinator on
+virtual time, lab 19 draws its chaos histories from a seed and a recorded run): their
+checks time nothing, so they run in the first run, in the Spark group
+(:data:`SPARK_TESTS`), on the one Spark session of its worker (a JVM that takes half a
+minute to start on a loaded machine)."""
 
 SERIAL_DIRS = (
     # Each lab's checks: a trace lab's on its scenario's run (lags, delays and orders
@@ -84,13 +86,12 @@ in lab 8's group, after it."""
 LONGEST_FIRST = (
     # the first run, longest first (seconds, fresh clone, four workers)
     "kafka-reference",  # 300
-    "labs-spark",  # 64, and lab 19's checks (110 alone on a loaded machine)
+    "labs-spark",  # 64, and labs 18 and 19's checks (lab 19's: 110 on a loaded machine)
     "labs/tests/test_mutants.py",  # 12 to 123 for each lab's
     "tests/fuzz/",
     "tests/e2e/test_many_partitions.py",
     # the serial run, longest first as measured (seconds, fresh clone, two workers)
     "tests/chaos/test_run.py",  # a seeded chaos run each, one to two minutes
-    "labs/18-",  # a trace lab's scenario run and checks (not yet measured)
     "tests/cluster/test_failover.py",  # 130
     "tests/cluster/test_soak.py",  # 122 (two minutes of restarts)
     "tests/cluster/test_replication_faults.py",  # 102
