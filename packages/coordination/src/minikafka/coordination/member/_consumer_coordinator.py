@@ -145,6 +145,10 @@ class MemberState(enum.Enum):
     STABLE = "stable"  # a member of the current generation
 
 
+_HEARTBEATING = frozenset({MemberState.STABLE, MemberState.PREPARING})
+"""The states in which the member heartbeats (PREPARING: on_revoke not run yet)."""
+
+
 @attrs.define
 class ConsumerCoordinator:
     config: MemberSettings
@@ -231,7 +235,12 @@ class ConsumerCoordinator:
             if join is not None:
                 out.append(join)
         heartbeat_due = now >= self._next_heartbeat and not self._heartbeat_in_flight
-        if self.state is MemberState.STABLE and heartbeat_due:
+        # Until the application's poll has run on_revoke and the JoinGroup goes, the
+        # member keeps its session (KIP-62: Java's heartbeat thread beats until
+        # onJoinPrepare); the coordinator waits max.poll.interval.ms for its JoinGroup,
+        # not session.timeout.ms, so a slow poll does not get it thrown out while it
+        # still owns its partitions.
+        if self.state in _HEARTBEATING and heartbeat_due:
             self._heartbeat_in_flight = True
             self._next_heartbeat = now + self.config.heartbeat_interval_ms / 1000
             out.append(
@@ -265,7 +274,7 @@ class ConsumerCoordinator:
         times: list[float] = []
         if self._retry_at > 0.0:
             times.append(self._retry_at)
-        if self.state is MemberState.STABLE:
+        if self.state in _HEARTBEATING:
             times.append(self._next_heartbeat)
         if self.config.enable_auto_commit and (
             self.state is MemberState.STABLE or self.subscriptions.manual

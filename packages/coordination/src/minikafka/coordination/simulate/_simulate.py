@@ -31,8 +31,8 @@ from ..assignors._consumer_protocol import decode_assignment
 from ..group._coordinator import GroupCoordinator
 from ..group._group_state import GroupState
 from ..group._results import GroupResult
-from ._simulate_kip848 import ConsumerProtocolSimulator
 from ._simulate_consumer import Call, SimulatedConsumer
+from ._simulate_kip848 import ConsumerProtocolSimulator
 from ._simulate_values import (
     EVENT_GAP_MS,
     EntryKind,

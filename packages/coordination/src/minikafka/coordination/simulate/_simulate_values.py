@@ -34,8 +34,8 @@ from ..group._group_state import GroupState
 
 __all__ = [
     "ASSIGNORS",
-    "PROTOCOLS",
     "EVENT_GAP_MS",
+    "PROTOCOLS",
     "EntryKind",
     "EventAction",
     "GenerationAssignment",
