@@ -169,7 +169,8 @@ def test_both_prints_the_two_protocols_and_each_members_partitions_over_time() -
     assert "classic protocol, assignor range (EAGER)" in out
     assert "consumer protocol (KIP-848), server assignor uniform" in out
     assert out.count("owned partitions over time:") == 2
-    assert "generation 1 at" in out and "leader the coordinator" in out
+    assert "generation 1 at" in out
+    assert "leader the coordinator" in out
 
 
 @pytest.mark.parametrize(
