@@ -187,3 +187,21 @@ def test_bad_protocol_input_exits_2_with_one_line(
     result = CliRunner().invoke(app, ["simulate", *args])
     assert result.exit_code == 2
     assert message in result.stderr
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_a_member_slower_than_its_session_keeps_its_place_until_it_polls(
+    protocol: str,
+) -> None:
+    """A poll slower than ``session.timeout.ms`` is not a dead member: it keeps
+    heartbeating until its application has run the callbacks and it rejoins (KIP-62),
+    so it is never expelled while it still owns partitions that go to another."""
+    result = run(
+        "join:4,slow:2,crash:1,leave:3",
+        partitions=6,
+        protocol=protocol,
+        session_timeout_ms=10_000,
+    )
+    assert ownership_violations(result) == []
+    expired = [e.member for e in result.timeline if e.text.startswith("coordinator:")]
+    assert expired == ["consumer-1"]
