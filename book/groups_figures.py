@@ -11,12 +11,13 @@ from collections.abc import Sequence
 from typing import Any
 
 import matplotlib.pyplot as plt
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 __all__ = ["rebalance_figure"]
 
-_COLOURS = plt.get_cmap("tab10").colors
+_COLOURS = [colormaps["tab10"](i) for i in range(10)]
 
 
 def _owner_spans(
