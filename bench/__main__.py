@@ -28,6 +28,7 @@ from . import (
     controller_quorum,
     e2e_latency,
     goals,
+    group_rebalance,
     kafka_reference,
     log_io,
     log_validate,
@@ -64,6 +65,7 @@ BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     cluster_reference.NAME: cluster_reference.run,
     transactions.NAME: transactions.run,
     security_cost.NAME: security_cost.run,
+    group_rebalance.NAME: group_rebalance.run,
 }
 
 

@@ -129,6 +129,10 @@ from .group._shell import OffsetsTopic as OffsetsTopic
 from .group._txn_offsets import TxnMarkerRecord as TxnMarkerRecord
 from .group._txn_offsets import TxnStoredRecord as TxnStoredRecord
 from .simulate._simulate import simulate as simulate
+from .simulate._simulate_invariants import (
+    ownership_violations as ownership_violations,
+)
+from .simulate._simulate_invariants import settle_bound_ms as settle_bound_ms
 from .simulate._simulate_values import SimulationConfig as SimulationConfig
 from .simulate._simulate_values import SimulationError as SimulationError
 from .simulate._simulate_values import SimulationResult as SimulationResult
@@ -244,10 +248,12 @@ __all__ = [
     "encode_sticky_user_data",
     "encode_subscription",
     "offset_commit_error",
+    "ownership_violations",
     "parse_events",
     "partition_for",
     "render_simulation",
     "revoked_partitions",
+    "settle_bound_ms",
     "simulate",
     "validate_current_member",
 ]
