@@ -28,6 +28,7 @@ from . import (
     controller_quorum,
     e2e_latency,
     goals,
+    group_rebalance,
     kafka_reference,
     log_io,
     log_validate,
@@ -62,6 +63,7 @@ BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     kafka_reference.NAME: kafka_reference.run,
     cluster_reference.NAME: cluster_reference.run,
     transactions.NAME: transactions.run,
+    group_rebalance.NAME: group_rebalance.run,
 }
 
 

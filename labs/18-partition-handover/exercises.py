@@ -17,9 +17,11 @@ of ``topic-partition`` names such as ``orders-3``). Each event is a snapshot: fr
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import (
+    DataFrame,
+    Window,  # noqa: F401  (you will want it)
+)
 from pyspark.sql import functions as F  # noqa: F401  (you will want it)
-from pyspark.sql import Window  # noqa: F401  (you will want it)
 
 from minikafka.labs import ExerciseNotDone
 

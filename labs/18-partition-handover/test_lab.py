@@ -110,7 +110,7 @@ def test_the_traces_hold_what_the_rules_must_tell_apart(
     run_dir: Path, truth: dict[str, Any]
 ) -> None:
     scenario = LAB.module("scenario")
-    events = [
+    events: list[dict[str, Any]] = [
         r for r in read_trace(run_dir / "traces") if r["event"] == "member_assignment"
     ]
     assert {e["group_type"] for e in events} == {"classic", "consumer"}

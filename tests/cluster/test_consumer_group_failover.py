@@ -107,7 +107,9 @@ class Worker:
             )
             while not self.stop.is_set():
                 if self.hold():
-                    self.consumer.poll(0.05)  # serves callbacks; nothing is fetched
+                    # not poll(): it would hand out records; librdkafka's own thread
+                    # keeps heartbeating
+                    self.stop.wait(0.05)
                     continue
                 batch = []
                 for m in self.consumer.consume(100, 0.2):
