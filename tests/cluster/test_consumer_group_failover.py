@@ -284,8 +284,9 @@ def test_a_consumer_group_keeps_consuming_when_its_coordinator_dies(
     assert assert_traced_owned_once(cluster) > 0
 
 
-# A member in a child process, to be SIGKILLed: it reports each assignment on stdout
-# and reads nothing, so every record is left to the members the test watches.
+# A member in a child process, to be SIGKILLed: it reports each assignment and each
+# revocation on stdout, with the monotonic clock (the same on this machine), and reads
+# nothing, so every record is left to the members the test watches.
 CHILD = r"""
 import sys, time
 from confluent_kafka import Consumer
@@ -295,12 +296,35 @@ consumer = Consumer({
     "bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
     "client.id": "doomed", "enable.auto.commit": False, "log_level": 0,
 })
-def on_assign(_, partitions):
-    print(time.monotonic(), " ".join(str(p.partition) for p in partitions), flush=True)
-consumer.subscribe([topic], on_assign=on_assign)
+def report(kind, partitions):
+    parts = " ".join(str(p.partition) for p in partitions)
+    print(kind, time.monotonic(), parts, flush=True)
+consumer.subscribe(
+    [topic],
+    on_assign=lambda _, ps: report("assign", ps),
+    on_revoke=lambda _, ps: report("revoke", ps),
+    on_lost=lambda _, ps: report("revoke", ps),
+)
 while True:
     consumer.poll(0.1)
 """
+
+
+def child_spans(
+    lines: list[str], killed_at: float
+) -> list[tuple[str, int, float, float]]:
+    """The killed member's stretches of ownership, from what it printed; what it held
+    at its death ends then."""
+    since: dict[int, float] = {}
+    spans = []
+    for line in lines:
+        kind, at, *parts = line.split()
+        for p in map(int, parts):
+            if kind == "assign":
+                since[p] = float(at)
+            elif p in since:
+                spans.append(("doomed", p, since.pop(p), float(at)))
+    return spans + [("doomed", p, t, killed_at) for p, t in since.items()]
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -322,17 +346,22 @@ def test_members_killed_and_added_leave_each_partition_one_owner(
         for line in child.stdout or ():
             lines.put(line)
 
-    threading.Thread(target=read, daemon=True).start()
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
     doomed: list[tuple[str, int, float, float]] = []
     try:
         for w in workers:
             w.thread.start()
-        since, *given = lines.get(timeout=WAIT).split()
+        printed = [lines.get(timeout=WAIT)]
+        assert printed[0].split()[0] == "assign"
         wait_for(lambda: processed(workers) >= 200, "the two members read")
         child.kill()  # no leave: its session ends it
         child.wait(WAIT)
         killed_at = time.monotonic()
-        doomed += [("doomed", int(p), float(since), killed_at) for p in given]
+        reader.join(WAIT)  # it has read everything the child printed
+        while not lines.empty():
+            printed.append(lines.get_nowait())
+        doomed += child_spans(printed, killed_at)
         wait_for(
             lambda: set().union(*(w.owned for w in workers)) == set(range(PARTITIONS)),
             "the killed member's partitions move to the others",
