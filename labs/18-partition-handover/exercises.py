@@ -41,9 +41,9 @@ def unowned(assignments: DataFrame) -> DataFrame:
     """
     raise ExerciseNotDone(
         "unowned",
-        "explode both arrays into (group, member, partition, ts); at every snapshot's "
-        "ts, count each partition's owners (each member's latest snapshot at or before "
-        "it); stretches of zero after the first non-zero",
+        "a snapshot holds until its member's next one (lead); explode both arrays; "
+        "per partition, ordered, a gap opens where a stretch starts after every "
+        "earlier one ended (max over the preceding rows)",
     )
 
 

@@ -6,82 +6,36 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 
-def _owners_at_each_snapshot(assignments: DataFrame) -> DataFrame:
-    """(group_type, partition, ts, owners): at the ts of every snapshot of the group,
-    how many members own the partition (their latest snapshot at or before it)."""
-    owned = assignments.select(
-        "group_type",
-        "member_id",
-        "ts",
-        F.explode(
-            F.array_union("assigned_partitions", "partitions_pending_revocation")
-        ).alias("name"),
-    )
-    partitions = owned.select(
-        "group_type",
-        F.element_at(F.split("name", "-"), -1).cast("int").alias("partition"),
-    ).distinct()
-    moments = assignments.select("group_type", "ts").distinct()
-    members = assignments.select("group_type", "member_id").distinct()
-    # each member's snapshot in force at each moment
-    latest = (
-        moments.join(members, "group_type")
-        .join(
-            assignments.select(
-                "group_type", "member_id", F.col("ts").alias("snapshot_ts")
-            ),
-            ["group_type", "member_id"],
-        )
-        .where(F.col("snapshot_ts") <= F.col("ts"))
-        .groupBy("group_type", "member_id", "ts")
-        .agg(F.max("snapshot_ts").alias("snapshot_ts"))
-    )
+def unowned(assignments: DataFrame) -> DataFrame:
+    # Each snapshot holds from its ts until its member's next one (or for ever).
+    per_member = Window.partitionBy("group_type", "member_id").orderBy("ts")
     held = (
-        latest.join(
-            owned.withColumnRenamed("ts", "snapshot_ts"),
-            ["group_type", "member_id", "snapshot_ts"],
-        )
+        assignments.withColumn("until", F.lead("ts").over(per_member))
         .select(
             "group_type",
-            "ts",
-            F.element_at(F.split("name", "-"), -1).cast("int").alias("partition"),
+            F.col("ts").alias("since"),
+            F.coalesce("until", F.lit(float("inf"))).alias("until"),
+            F.explode(
+                F.array_union("assigned_partitions", "partitions_pending_revocation")
+            ).alias("name"),
         )
-        .groupBy("group_type", "partition", "ts")
-        .agg(F.count("*").alias("owners"))
+        .withColumn("partition", F.element_at(F.split("name", "-"), -1).cast("int"))
     )
+    # Sweep each partition's stretches of ownership in order: a gap opens where one
+    # starts after every earlier one has ended.
+    per_partition = Window.partitionBy("group_type", "partition").orderBy(
+        "since", "until"
+    )
+    earlier = per_partition.rowsBetween(Window.unboundedPreceding, -1)
     return (
-        moments.join(partitions, "group_type")
-        .join(held, ["group_type", "partition", "ts"], "left")
-        .fillna(0, ["owners"])
-    )
-
-
-def unowned(assignments: DataFrame) -> DataFrame:
-    counted = _owners_at_each_snapshot(assignments)
-    by_time = Window.partitionBy("group_type", "partition").orderBy("ts")
-    marked = (
-        counted.withColumn(
-            "ever",
-            F.max(F.col("owners") > 0).over(
-                by_time.rowsBetween(Window.unboundedPreceding, 0)
-            ),
+        held.withColumn("covered", F.max("until").over(earlier))
+        .where(F.col("since") > F.col("covered"))
+        .select(
+            "group_type",
+            "partition",
+            F.col("covered").alias("start_ts"),
+            F.col("since").alias("end_ts"),
         )
-        .withColumn("free", (F.col("owners") == 0) & F.col("ever"))
-        .withColumn("was_free", F.lag("free", 1, False).over(by_time))
-        .withColumn("next_ts", F.lead("ts").over(by_time))
-        .where(F.col("ever"))
-    )
-    starts = marked.where(F.col("free") & ~F.col("was_free")).select(
-        "group_type", "partition", F.col("ts").alias("start_ts")
-    )
-    ends = marked.where(~F.col("free") & F.col("was_free")).select(
-        "group_type", "partition", F.col("ts").alias("end_ts")
-    )
-    return (
-        starts.join(ends, ["group_type", "partition"])
-        .where(F.col("end_ts") > F.col("start_ts"))
-        .groupBy("group_type", "partition", "start_ts")
-        .agg(F.min("end_ts").alias("end_ts"))
         .orderBy("group_type", "partition", "start_ts")
     )
 
