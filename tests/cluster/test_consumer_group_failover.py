@@ -248,7 +248,6 @@ def test_a_consumer_group_keeps_consuming_when_its_coordinator_dies(
     cluster = make_cluster(mode=mode, **CONSUMER_GROUPS)
     records = 3000
     create_topic(cluster, TOPIC, PARTITIONS, {"min.insync.replicas": "2"})
-    produce(cluster, 0, records)
     resume = threading.Event()
     workers: list[Worker] = []
 
@@ -260,8 +259,15 @@ def test_a_consumer_group_keeps_consuming_when_its_coordinator_dies(
     for w in workers:
         w.thread.start()
     try:
+        # The group forms first: a member applies its assignment only while it polls,
+        # and it stops polling in the pause.
+        wait_members(
+            workers,
+            lambda: sorted(len(w.owned) for w in workers) == [2, 2, 2],
+            "three members own two partitions each",
+        )
+        produce(cluster, 0, records)
         wait_for(lambda: processed(workers) >= records // 3, "a third processed")
-        wait_for(lambda: all(w.owned for w in workers), "three members own partitions")
         dead = coordinator(cluster)
         cluster.kill(dead)
         at_kill = processed(workers)
