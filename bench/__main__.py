@@ -29,6 +29,7 @@ from . import (
     e2e_latency,
     goals,
     group_rebalance,
+    group_rebalance_clients,
     kafka_reference,
     log_io,
     log_validate,
@@ -66,6 +67,7 @@ BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     transactions.NAME: transactions.run,
     security_cost.NAME: security_cost.run,
     group_rebalance.NAME: group_rebalance.run,
+    group_rebalance_clients.NAME: group_rebalance_clients.run,
 }
 
 

@@ -70,6 +70,7 @@ from .group._consumer_heartbeat import (
 from .group._coordinator import GroupCoordinator as GroupCoordinator
 from .group._events import GroupStateChanged as GroupStateChanged
 from .group._events import MemberAssigned as MemberAssigned
+from .group._events import MemberAssignmentChanged as MemberAssignmentChanged
 from .group._events import MemberJoined as MemberJoined
 from .group._events import MemberRemoved as MemberRemoved
 from .group._events import RebalanceCompleted as RebalanceCompleted
@@ -194,6 +195,7 @@ __all__ = [
     "ListedGroup",
     "LoadedRecord",
     "MemberAssigned",
+    "MemberAssignmentChanged",
     "MemberData",
     "MemberIdentity",
     "MemberJoined",
