@@ -148,7 +148,10 @@ typecheck: sync
 # The tests run on PYTEST_WORKERS pytest-xdist workers (they mostly wait on processes and
 # sockets, so more workers than the two cores), then those marked serial on SERIAL_WORKERS,
 # each module whole on one worker (conftest.py says which and why; SERIAL_WORKERS=1: one
-# after another); PYTEST_WORKERS=0 runs them all in one process. PYTEST_ARGS go to both
+# after another). In both runs the groups known to take minutes start first, longest
+# first (conftest.py's LONGEST_FIRST, from MINIKAFKA_TEST_TIMES=FILE's per-test times:
+# keep it in order as tests are added), so no worker runs a long one alone at the end;
+# PYTEST_WORKERS=0 runs them all in one process. PYTEST_ARGS go to both
 # runs (paths, -k, -x). Each run ends with its ten slowest tests; pytest's exit 5
 # (nothing collected: no serial test among the paths) is not a failure. The two runs go
 # one after the other: the serial tests' clusters take every cycle they are given (their

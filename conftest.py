@@ -6,18 +6,22 @@
 cluster and a lab's scenario) share the machine, never a crowd of other tests. The first
 run hands out tests one by one (a module's broker then starts once on each worker that
 runs some of its tests, a few seconds each), except the groups of :func:`group_of`, each
-run whole by one worker: the labs' tests that use Spark (:data:`SPARK_TESTS`: one Spark
+run whole by one worker: the labs' tests that use Spark (:data:`SPARK_TESTS`, and the
+checks of the trace labs that need no cluster, :data:`CLUSTERLESS_LABS`: one Spark
 session, a JVM, for them all, not one per worker), every test of ``tests/reference``
 (Apache Kafka's node, ``kafka_reference``: one JVM for them all, as in a serial run)
 and each fuzz module (its broker is warmed up with the whole corpus). The groups are
 this file's scheduler's (:func:`pytest_xdist_make_scheduler`), by path: pytest-xdist's
 own ``loadgroup`` reads ``xdist_group`` marks by renaming tests, which pytest 9.2 no
-longer lets it do. The tests known to take minutes go first (:data:`LONGEST_FIRST`).
+longer lets it do. In both runs the groups known to take minutes go first, longest
+first (:data:`LONGEST_FIRST`), and a worker is handed its next group only when it has
+one test left, so no long group waits in one worker's queue while another is idle.
 
 ``serial``: the tests whose checks measure time on a real cluster, or whose processes
 must not compete with others for the two cores (a lab's checks on its scenario's trace,
 failover and soak tests of clusters of processes, benchmarks). Whole directories are
-marked here (:data:`SERIAL_DIRS`); a test elsewhere is marked in its own module.
+marked here (:data:`SERIAL_DIRS`, bar :data:`CLUSTERLESS_LABS`); a test elsewhere is
+marked in its own module.
 
 ``MINIKAFKA_FORK_SERVER=1`` (set here, before pytest-xdist starts its workers): the
 brokers the tests start fork from a process that imported the broker once
@@ -46,6 +50,16 @@ _sections: dict[str, list[str]] = {}
 
 ROOT = Path(__file__).resolve().parent
 
+CLUSTERLESS_LABS = frozenset(
+    ROOT / "labs" / name / "test_lab.py"
+    for name in ("18-partition-handover", "19-chaos-checker")
+)
+"""The trace labs whose scenario starts no broker (lab 18 runs the group coordinator on
+virtual time, lab 19 draws its chaos histories from a seed and a recorded run): their
+checks time nothing, so they run in the first run, in the Spark group
+(:data:`SPARK_TESTS`), on the one Spark session of its worker (a JVM that takes half a
+minute to start on a loaded machine)."""
+
 SERIAL_DIRS = (
     # Each lab's checks: a trace lab's on its scenario's run (lags, delays and orders
     # measured on a real cluster), an extend lab's on clusters it starts.
@@ -70,13 +84,33 @@ in lab 8's group, after it."""
 
 
 LONGEST_FIRST = (
-    "labs/tests/test_mutants.py",
+    # the first run, longest first (seconds, fresh clone, four workers)
+    "kafka-reference",  # 300
+    "labs-spark",  # 64, and labs 18 and 19's checks (lab 19's: 110 on a loaded machine)
+    "labs/tests/test_mutants.py",  # 12 to 123 for each lab's
     "tests/fuzz/",
     "tests/e2e/test_many_partitions.py",
+    # the serial run, longest first as measured (seconds, fresh clone, two workers)
+    "tests/chaos/test_run.py",  # a seeded chaos run each, one to two minutes
+    "tests/cluster/test_failover.py",  # 130
+    "tests/cluster/test_soak.py",  # 122 (two minutes of restarts)
+    "tests/cluster/test_replication_faults.py",  # 102
+    "labs/08-requests/",  # 100 with test_standalone, in its group
+    "tests/cluster/test_transactions.py",  # 98
+    "tests/cluster/test_cluster_cli.py",  # 96
+    "labs/09-replication/",  # 86
+    "labs/tests/test_extend_labs.py",  # 60
+    "labs/10-failover/",  # 57
+    "tests/cluster/test_volume.py",  # 50
 )
-"""The tests known to take minutes (each lab's deliberately wrong solutions, the fuzz
-suite, a broker with thousands of partitions), handed out before the rest: a worker
-given one of them last would run alone while the others sit idle."""
+"""The groups (:func:`group_of`) known to take minutes, handed out before the rest, in
+this order, longest first: a worker given one of them last would run alone while the
+others sit idle (the first run: each lab's deliberately wrong solutions, the Spark
+group, Apache Kafka's node, the fuzz suite, a broker with thousands of partitions; the
+serial run: chaos runs, failover and soak clusters, the trace labs' scenarios). The
+serial run's order alone took its two workers from 598 and 693 busy seconds to some
+646 each (the last fresh run's times, ``MINIKAFKA_TEST_TIMES``, scheduled again): the
+seconds in the comments are those times, to keep in order as tests are added."""
 
 
 def group_of(nodeid: str) -> str:
@@ -86,16 +120,23 @@ def group_of(nodeid: str) -> str:
         return next(
             str(p.relative_to(ROOT)) for p in ROOT.glob("labs/08-*/test_lab.py")
         )
-    if any((ROOT / path).is_relative_to(d) for d in SERIAL_DIRS):
+    if is_serial(ROOT / path):
         # a serial module: its cluster or its scenario's run, and its checks
         return path
-    if path in SPARK_TESTS:
+    if path in SPARK_TESTS or ROOT / path in CLUSTERLESS_LABS:
         return "labs-spark"
     if path.startswith("tests/reference/"):
         return "kafka-reference"
     if path.startswith("tests/fuzz/"):
         return path
     return nodeid
+
+
+def is_serial(path: Path) -> bool:
+    """A test module of :data:`SERIAL_DIRS` (bar :data:`CLUSTERLESS_LABS`)."""
+    return path not in CLUSTERLESS_LABS and any(
+        path.is_relative_to(d) for d in SERIAL_DIRS
+    )
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -109,18 +150,30 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
         def _split_scope(self, nodeid: str) -> str:
             return group_of(nodeid)
 
+        def _reschedule(self, node: Any) -> None:
+            # xdist hands a worker its next group while it still has two tests to go;
+            # of the serial run's groups of one or two tests (a chaos run, a soak),
+            # a worker would then hold two or three at once, queued behind a long one,
+            # while the other worker runs out of work. A worker runs a test only once
+            # it knows the next (its teardown depends on it), so the next group goes
+            # out when one test is left: the least a worker can hold without waiting.
+            if self.workqueue and self._pending_of(self.assigned_work[node]) > 1:
+                return
+            super()._reschedule(node)
+
     return GroupScheduling(config, log)
 
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """:data:`LONGEST_FIRST` first, in their order (a stable sort): xdist's scheduler
-    hands the groups out in the order they were collected."""
+    """:data:`LONGEST_FIRST` first, in their order (a stable sort, by group, so a
+    group's tests keep theirs): xdist's scheduler hands the groups out in the order they
+    were collected."""
 
     def rank(item: pytest.Item) -> int:
-        path = item.nodeid.split("::", 1)[0]
+        group = group_of(item.nodeid)
         for i, prefix in enumerate(LONGEST_FIRST):
-            if path.startswith(prefix):
+            if group.startswith(prefix):
                 return i
         return len(LONGEST_FIRST)
 
@@ -128,7 +181,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
-    if any(item.path.is_relative_to(d) for d in SERIAL_DIRS):
+    if is_serial(item.path):
         item.add_marker(pytest.mark.serial)
 
 

@@ -28,6 +28,8 @@ from . import (
     controller_quorum,
     e2e_latency,
     goals,
+    group_rebalance,
+    group_rebalance_clients,
     kafka_reference,
     log_io,
     log_validate,
@@ -64,6 +66,8 @@ BENCHMARKS: dict[str, Callable[[bool], Report]] = {
     cluster_reference.NAME: cluster_reference.run,
     transactions.NAME: transactions.run,
     security_cost.NAME: security_cost.run,
+    group_rebalance.NAME: group_rebalance.run,
+    group_rebalance_clients.NAME: group_rebalance_clients.run,
 }
 
 

@@ -12,13 +12,15 @@ Tracing's benchmark (ARCHITECTURE.md, "Traces and labs": tracing is "cheap enoug
   event; the tracer's writer thread, or that ``flush()``, encodes it) and handed to the
   operating system. The loop itself
   (``for _ in range(n): pass``) is timed too, and included in every figure.
-- ``encode``: one ``net.request`` line, written three ways over the same 1,000 pre-built
+- ``encode``: one ``net.request`` line, written four ways over the same 1,000 pre-built
   events (timings with the 16-17 significant digits real ones have) and timestamps: the
   ceiling, a ``%`` template per event class applied to tuples of values extracted (strings
-  escaped) before the clock starts, so only the floats' shortest ``repr``, the ints' digits
-  and the join are timed; ``encode_line``, the encoder registration generates for the class
- ; and ``reference_line``, the dict through ``json`` the writer used before. All
-  three are checked to write the same bytes first; the table gives each over the ceiling.
+  escaped) before the clock starts, so only the floats' fixed-point digits, the ints'
+  digits and the join are timed; ``encode_line`` and ``encode_fields_line``, the encoders
+  registration generates for the class; and ``reference_line``, the line's definition
+  value by value. All are checked to write the same bytes first; the table gives each
+  over the ceiling, beside a dict through ``json.dumps`` (shortest floats), the spelling
+  and the cost of the lines before they had fixed decimals.
 - ``produce``: two single-node brokers (``BrokerProcess``, default configuration), one
   started with ``--trace-dir`` and one without, both running throughout; confluent-kafka
   produces 100-byte values to a fresh one-partition topic on each in turn (alternating
@@ -70,6 +72,7 @@ from minikafka.trace import (
     spark_schema,
     trace_files,
 )
+from minikafka.trace._encode import decimals_for, json_value
 
 from ._common import (
     BenchError,
@@ -315,17 +318,20 @@ def _template_ceiling() -> tuple[str, list[tuple[object, ...]]]:
     """The least Python that can write the same lines: one ``%`` template per event class,
     applied to tuples of the values extracted and strings escaped before the clock starts.
 
-    It does only what cannot be skipped (the floats' shortest repr, the ints' decimal
+    It does only what cannot be skipped (the floats' fixed-point digits, the ints' decimal
     digits, joining the text): no attribute reads, type checks or escaping.
     """
     schema = spark_schema(RequestCompleted)
-    spelled = {"double": "%r", "long": "%d", "string": "%s"}
     fields = schema["fields"]
     assert isinstance(fields, list)
-    template = '{"ts":%r,"node":%d,"component":"net","event":"request"'
+    template = '{"ts":%.6f,"node":%d,"component":"net","event":"request"'
     names: list[str] = []
     for field in fields[4:]:
-        template += f',"{field["name"]}":{spelled[field["type"]]}'
+        decimals = decimals_for(field["name"])
+        spelled = {"long": "%d", "string": "%s"}.get(field["type"], "%r")
+        if field["type"] == "double" and decimals is not None:
+            spelled = f"%.{decimals}f"
+        template += f',"{field["name"]}":{spelled}'
         names.append(field["name"])
     template += "}\n"
     events, stamps = _encode_inputs()
@@ -390,12 +396,12 @@ def _encode_fields() -> Callable[[int], None]:
     return body
 
 
-ENCODE_CASES = (
-    EncodeCase(ENCODE_CEILING, _encode_ceiling),
-    EncodeCase("generated: encode_line", _encode_with(encode_line)),
-    EncodeCase("generated from field values: encode_fields", _encode_fields),
-    EncodeCase("reference: dict through json (before)", _encode_with(reference_line)),
-)
+def _dumps_line(event: RequestCompleted, ts: float, node: int) -> str:
+    """The line as the writer spelled it before fixed decimals: a dict through json (what
+    a line cost then, beside what it costs now; not the same bytes)."""
+    record: dict[str, object] = {"ts": ts, "node": node}
+    record.update(component="net", event="request", **attrs.asdict(event))
+    return json_value(record) + "\n"
 
 
 def _check_encoders() -> None:
@@ -953,3 +959,16 @@ def _chart(emits: Sequence[EmitOutcome], produce: Sequence[ProduceOutcome]) -> s
     return bar_chart_svg(
         "minikafka tracing: emit cost and produce throughput", "/s", groups
     )
+
+
+ENCODE_CASES = (
+    EncodeCase(ENCODE_CEILING, _encode_ceiling),
+    EncodeCase("generated: encode_line", _encode_with(encode_line)),
+    EncodeCase("generated from field values: encode_fields", _encode_fields),
+    EncodeCase(
+        "reference: value by value (the definition)", _encode_with(reference_line)
+    ),
+    EncodeCase(
+        "json.dumps of a dict (shortest floats: before)", _encode_with(_dumps_line)
+    ),
+)

@@ -30,6 +30,10 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# The book names the repository's own top-level modules too (``chaos.checker``,
+# ``bench``), which import from its root as the book's cells import them.
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 BOOK = ROOT / "book"
 
 _FENCE = re.compile(r"^(```+|~~~+|:::+)")

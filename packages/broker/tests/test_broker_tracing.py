@@ -187,9 +187,10 @@ def test_requests_carry_kafkas_time_breakdown(run: TracedRun) -> None:
         for part in parts:
             assert isinstance(part, float)
             assert -1e-6 <= part <= total + 1e-6, request
-        # The five phases tile the request's life from read to sent.
+        # The five phases tile the request's life from read to sent (each of the six
+        # written to the microsecond: three decimals, half a microsecond off at most).
         assert sum(p for p in parts if isinstance(p, float)) == pytest.approx(
-            total, abs=1e-3
+            total, abs=3e-3
         )
 
 

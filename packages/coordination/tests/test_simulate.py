@@ -125,7 +125,8 @@ def scripts(draw: st.DrawFn) -> SimulationConfig:
             live.add(number)
         else:
             number = draw(st.sampled_from(sorted(live)))
-            live.discard(number)
+            if action is not EventAction.SLOW:
+                live.discard(number)
         events.append(GroupEvent(action, number))
     return SimulationConfig(
         members=members,

@@ -1,4 +1,5 @@
-"""The generated line encoders write exactly what json.dumps writes for the same record."""
+"""The generated line encoders write exactly what json.dumps writes for the same record,
+except finite floats: ``ts`` with six decimals, ``*_ms`` fields with three."""
 
 from __future__ import annotations
 
@@ -58,6 +59,19 @@ class Unusual(TraceEvent):
     match: float
 
 
+@register_event
+@attrs.frozen
+class Timings(TraceEvent):
+    """Millisecond fields (fixed decimals) beside a float that keeps its shortest digits."""
+
+    COMPONENT: ClassVar[str] = "test"
+    EVENT: ClassVar[str] = "encode_timings"
+    wait_ms: float
+    maybe_ms: float | None
+    caught_up_ms_ago: float
+    count: int
+
+
 class Level(enum.IntEnum):
     LOW = 1
 
@@ -72,8 +86,21 @@ class Ratio(float):
         return "not what json writes either"
 
 
+def _json(name: str, value: object) -> str:
+    if isinstance(value, float) and math.isfinite(value):
+        if name == "ts":
+            return "%.6f" % value  # noqa: UP031 - the printf spelling is the definition
+        if name.endswith("_ms"):
+            return "%.3f" % value  # noqa: UP031
+    if isinstance(value, Mapping):
+        value = dict(value)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=True)
+
+
 def _expected(event: TraceEvent, ts: object, node: object) -> str:
-    """The line by definition, computed here without the package's code."""
+    """The line by definition, computed here without the package's code: json's compact
+    ASCII spelling of every value, but a finite float written with six decimals as ``ts``
+    (microseconds) and three as a ``*_ms`` field (microseconds of a millisecond)."""
     spec = spec_for_class(type(event))
     record: dict[str, object] = {
         "ts": ts,
@@ -82,9 +109,9 @@ def _expected(event: TraceEvent, ts: object, node: object) -> str:
         "event": spec.event,
     }
     for name in spec.names:
-        value = getattr(event, name)
-        record[name] = dict(value) if isinstance(value, Mapping) else value
-    return json.dumps(record, separators=(",", ":"), ensure_ascii=True) + "\n"
+        record[name] = getattr(event, name)
+    body = ",".join(f"{_json(key, key)}:{_json(key, v)}" for key, v in record.items())
+    return "{" + body + "}\n"
 
 
 def _encode(event: TraceEvent, ts: Any, node: Any) -> str:
@@ -112,11 +139,12 @@ containers = st.builds(
     st.none() | st.dictionaries(tricky, tricky, max_size=3),
     st.dictionaries(tricky, st.booleans(), max_size=3),
 )
+timings = st.builds(Timings, doubles, st.none() | doubles, doubles, longs)
 timestamps = st.floats(0, 4e9) | doubles
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(event=scalars | containers, ts=timestamps, node=st.integers(-1, 2**31))
+@given(event=scalars | containers | timings, ts=timestamps, node=st.integers(-1, 2**31))
 def test_well_typed_events_encode_as_json_dumps(
     event: TraceEvent, ts: float, node: int
 ) -> None:
@@ -156,6 +184,27 @@ def test_float_spellings(value: float) -> None:
     assert _encode(event, value, 1) == _expected(event, value, 1)
 
 
+@pytest.mark.parametrize(
+    ("value", "ts", "ms"),
+    [
+        (0.1, "0.100000", "0.100"),
+        (-0.0, "-0.000000", "-0.000"),
+        (1e-7, "0.000000", "0.000"),
+        (0.0005, "0.000500", "0.001"),  # 0.0005 is a little above it in binary
+        (1_796_445_879.9517577, "1796445879.951758", "1796445879.952"),
+        (1e22, "10000000000000000000000.000000", "10000000000000000000000.000"),
+    ],
+)
+def test_times_are_written_with_fixed_decimals(value: float, ts: str, ms: str) -> None:
+    """ts in microseconds, *_ms fields to the microsecond, other floats unchanged."""
+    line = _encode(Timings(value, value, value, 1), value, 1)
+    assert line == (
+        f'{{"ts":{ts},"node":1,"component":"test","event":"encode_timings",'
+        f'"wait_ms":{ms},"maybe_ms":{ms},"caught_up_ms_ago":{value!r},"count":1}}\n'
+    )
+    assert line == _expected(Timings(value, value, value, 1), value, 1)
+
+
 @pytest.mark.parametrize("value", [math.inf, -math.inf, math.nan])
 def test_non_finite_floats_as_json_spells_them(value: float) -> None:
     event = Scalars(1, value, "", True, None, value, None, None)
@@ -168,7 +217,7 @@ def test_unusual_names_and_exact_bytes() -> None:
     event = Unusual(größe=3, hidden='a"b\\c\n\u00e9', match=0.5)
     line = _encode(event, 2.5, 7)
     assert line == (
-        '{"ts":2.5,"node":7,"component":"test-encode","event":"unusual_names",'
+        '{"ts":2.500000,"node":7,"component":"test-encode","event":"unusual_names",'
         '"gr\\u00f6\\u00dfe":3,"_hidden":"a\\"b\\\\c\\n\\u00e9","match":0.5}\n'
     )
     assert line == _expected(event, 2.5, 7)
@@ -217,11 +266,11 @@ def test_a_non_identifier_field_name_is_refused() -> None:
         encoder_source("test", "bad", ("x); import os; (y",), spec.types[:1])
 
 
-def test_the_source_is_one_f_string_per_class() -> None:
+def test_the_source_is_one_percent_format_per_class() -> None:
     spec = spec_for_class(Scalars)
     source = encoder_source(spec.component, spec.event, spec.names, spec.types)
     assert source.startswith("def encode(event, ts, node):")
-    assert source.count("return f'") == 1
+    assert source.count('return \'{"ts":%.6f,"node":%d,') == 1
     assert "_slow(event, ts, node)" in source
 
 
@@ -230,7 +279,7 @@ def _fields_of(event: TraceEvent) -> tuple[object, ...]:
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
-@given(event=scalars | containers, ts=timestamps, node=st.integers(-1, 2**31))
+@given(event=scalars | containers | timings, ts=timestamps, node=st.integers(-1, 2**31))
 def test_field_values_encode_to_the_same_bytes_as_the_event(
     event: TraceEvent, ts: float, node: int
 ) -> None:

@@ -106,7 +106,7 @@ def test_lines_are_compact_ascii_json(tmp_path: Path) -> None:
         tracer.emit(Tick(thread=0, n=1), ts=2.5)
     (path,) = trace_files(tmp_path)
     assert path.read_bytes() == (
-        b'{"ts":2.5,"node":1,"component":"test","event":"writer_tick","thread":0,"n":1}\n'
+        b'{"ts":2.500000,"node":1,"component":"test","event":"writer_tick","thread":0,"n":1}\n'
     )
     assert path.name == f"trace-node1-{os.getpid()}-00000.jsonl"
 

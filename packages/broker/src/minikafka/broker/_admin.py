@@ -491,10 +491,8 @@ async def auto_create_topics(
     try:
         response = await controller.submit(request)
     except ControllerError:
-        # The controller moved or did not answer (NOT_CONTROLLER, a timeout): Kafka's
-        # AutoTopicCreationManager answers LEADER_NOT_AVAILABLE whatever becomes of
-        # the forwarded request, and the client asks again. Passing NOT_CONTROLLER on
-        # would tell a producer its topic is in error.
+        # Kafka answers LEADER_NOT_AVAILABLE whatever becomes of the forwarded request
+        # (the controller moved, a timeout), and the client asks again.
         return dict.fromkeys(names, ErrorCode.leader_not_available)
     assert isinstance(response, ControllerCreateTopicsResponse)
     # Created (or created by someone else meanwhile) but not replayed here yet, as

@@ -70,6 +70,7 @@ from .group._consumer_heartbeat import (
 from .group._coordinator import GroupCoordinator as GroupCoordinator
 from .group._events import GroupStateChanged as GroupStateChanged
 from .group._events import MemberAssigned as MemberAssigned
+from .group._events import MemberAssignmentChanged as MemberAssignmentChanged
 from .group._events import MemberJoined as MemberJoined
 from .group._events import MemberRemoved as MemberRemoved
 from .group._events import RebalanceCompleted as RebalanceCompleted
@@ -129,6 +130,10 @@ from .group._shell import OffsetsTopic as OffsetsTopic
 from .group._txn_offsets import TxnMarkerRecord as TxnMarkerRecord
 from .group._txn_offsets import TxnStoredRecord as TxnStoredRecord
 from .simulate._simulate import simulate as simulate
+from .simulate._simulate_invariants import (
+    ownership_violations as ownership_violations,
+)
+from .simulate._simulate_invariants import settle_bound_ms as settle_bound_ms
 from .simulate._simulate_values import SimulationConfig as SimulationConfig
 from .simulate._simulate_values import SimulationError as SimulationError
 from .simulate._simulate_values import SimulationResult as SimulationResult
@@ -190,6 +195,7 @@ __all__ = [
     "ListedGroup",
     "LoadedRecord",
     "MemberAssigned",
+    "MemberAssignmentChanged",
     "MemberData",
     "MemberIdentity",
     "MemberJoined",
@@ -244,10 +250,12 @@ __all__ = [
     "encode_sticky_user_data",
     "encode_subscription",
     "offset_commit_error",
+    "ownership_violations",
     "parse_events",
     "partition_for",
     "render_simulation",
     "revoked_partitions",
+    "settle_bound_ms",
     "simulate",
     "validate_current_member",
 ]

@@ -1,11 +1,14 @@
 """``python -m minikafka.coordination``: a consumer group's rebalances, runnable alone.
 
-    simulate [--members 3] [--partitions 5] [--assignor range] [--events join:4,leave:2,crash:1]
+    simulate [--protocol classic|consumer|both] [--members 3] [--partitions 5]
+             [--assignor range] [--remote-assignor uniform]
+             [--events join:4,leave:2,crash:1,slow:3]
              [--seed 0] [--session-timeout-ms 45000] [--heartbeat-interval-ms 3000]
              [--topic topic]
                                   the real group coordinator and the consumer's member
-                                  core on virtual time: the timeline, every generation's assignment
-                                  and how long each rebalance stopped consumption
+                                  core on virtual time: the timeline, every generation's
+                                  assignment, each member's partitions over time and how
+                                  long each rebalance stopped consumption
 
 Exit status: 0 fine, 2 bad usage (an unknown assignor, a malformed or impossible event).
 """
@@ -22,6 +25,7 @@ from minikafka.common import run_app
 
 from .simulate._simulate import simulate
 from .simulate._simulate_values import (
+    PROTOCOLS,
     SimulationConfig,
     SimulationError,
     parse_events,
@@ -44,14 +48,24 @@ def _group() -> None:
 
 @app.command("simulate")
 def simulate_command(
+    protocol: Annotated[
+        str,
+        typer.Option(help="group.protocol: classic, consumer (KIP-848), or both"),
+    ] = "classic",
     members: Annotated[int, typer.Option(help="consumers that start the group")] = 3,
     partitions: Annotated[int, typer.Option(help="partitions of the topic")] = 5,
     assignor: Annotated[
         str, typer.Option(help="range, roundrobin, sticky or cooperative-sticky")
     ] = "range",
+    remote_assignor: Annotated[
+        str,
+        typer.Option(help="the consumer protocol's server assignor: uniform, range"),
+    ] = "uniform",
     events: Annotated[
         str,
-        typer.Option(help="e.g. join:4,leave:2,crash:1, in order, each once settled"),
+        typer.Option(
+            help="e.g. join:4,leave:2,crash:1,slow:3, in order, each once settled"
+        ),
     ] = "",
     seed: Annotated[
         int, typer.Option(help="seeds member ids and processing times")
@@ -67,22 +81,27 @@ def simulate_command(
     ] = "topic",
 ) -> None:
     """Drive the real GroupCoordinator and the consumers' member cores on virtual time."""
+    protocols = PROTOCOLS if protocol == "both" else (protocol,)
     try:
-        config = SimulationConfig(
-            members=members,
-            partitions=partitions,
-            assignor=assignor,
-            events=parse_events(events),
-            seed=seed,
-            topic=topic,
-            session_timeout_ms=session_timeout_ms,
-            heartbeat_interval_ms=heartbeat_interval_ms,
-        )
-        result = simulate(config)
+        results = []
+        for name in protocols:
+            config = SimulationConfig(
+                members=members,
+                partitions=partitions,
+                assignor=assignor,
+                events=parse_events(events),
+                seed=seed,
+                topic=topic,
+                session_timeout_ms=session_timeout_ms,
+                heartbeat_interval_ms=heartbeat_interval_ms,
+                protocol=name,
+                remote_assignor=remote_assignor,
+            )
+            results.append(simulate(config))
     except SimulationError as exc:
         typer.echo(f"simulate: {exc}", err=True)
         raise typer.Exit(2) from None
-    typer.echo(render_simulation(result))
+    typer.echo("\n\n".join(render_simulation(result) for result in results))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -32,12 +32,14 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition
+from minikafka.trace import NullTracer, Tracer
 
 from ..assignors._server_assignor import ConsumerGroupPartitionAssignor
 from ..assignors._server_range import ServerRangeAssignor
 from ..assignors._uniform import UniformAssignor
 from ._config import GroupConfig
 from ._consumer_group import STATIC_LEFT_EPOCH, ConsumerGroup, MemberInfo
+from ._consumer_trace import trace_member
 from ._current_assignment import epoch_is_valid, expire, heartbeat, new_member
 from ._group import GroupMetadata
 from ._group_state import GroupState
@@ -152,6 +154,8 @@ class ConsumerGroupManager:
     config: GroupConfig
     groups: dict[str, ConsumerGroup]
     classic: dict[str, GroupMetadata]
+    tracer: Tracer = attrs.field(factory=NullTracer, kw_only=True)
+    """Where each move of a member's current assignment is traced."""
 
     def heartbeat(
         self, r: ConsumerGroupHeartbeatRequest, now: float
@@ -179,7 +183,7 @@ class ConsumerGroupManager:
                 )
             group = self.groups[r.group_id] = ConsumerGroup(r.group_id)
         if r.member_epoch in (LEAVE_EPOCH, STATIC_LEFT_EPOCH):
-            return self._leave(group, r)
+            return self._leave(group, r, now)
         return self._heartbeat(group, r, now)
 
     def _regex_error(
@@ -208,7 +212,7 @@ class ConsumerGroupManager:
         )
 
     def _leave(
-        self, group: ConsumerGroup, r: ConsumerGroupHeartbeatRequest
+        self, group: ConsumerGroup, r: ConsumerGroupHeartbeatRequest, now: float
     ) -> ConsumerGroupHeartbeatResponse:
         member_id = r.member_id
         if r.member_epoch == STATIC_LEFT_EPOCH:
@@ -228,7 +232,7 @@ class ConsumerGroupManager:
                 rebalance_deadline=None,
             )
         else:
-            self.remove_member(group, member_id)
+            self.remove_member(group, member_id, now)
         return ConsumerGroupHeartbeatResponse(
             member_id=r.member_id, member_epoch=r.member_epoch
         )
@@ -239,6 +243,7 @@ class ConsumerGroupManager:
         config = self.config
         member_id = r.member_id or uuid.uuid4().hex
         member = group.members.get(member_id)
+        was = member  # what it owned, for the trace
         subscription = group.subscriptions.get(member_id)
         if r.member_epoch == 0:
             if r.instance_id is not None:
@@ -255,6 +260,7 @@ class ConsumerGroupManager:
                     member = attrs.evolve(previous, member_id=member_id)
                     subscription = group.subscriptions[owner]
                     group.target[member_id] = group.target.get(owner, frozenset())
+                    self._trace_gone(group, owner, now)
                     group.remove(owner)
                     group.members[member_id] = member
                     group.subscriptions[member_id] = subscription
@@ -337,12 +343,15 @@ class ConsumerGroupManager:
             session_timeout_ms=config.group_consumer_session_timeout_ms,
         )
         if result.step is Step.FENCE:
-            self.remove_member(group, member_id)
+            self.remove_member(group, member_id, now)
             return ConsumerGroupHeartbeatResponse(
                 ErrorCode.fenced_member_epoch, "The member's state is unknown."
             )
         done = result.member
         group.members[member_id] = done
+        trace_member(
+            self.tracer, group.group_id, member_id, r.client_id, was, done, now
+        )
         full = r.member_epoch == 0 or r.owned is not None
         changed = (done.assigned, done.member_epoch) != (
             member.assigned,
@@ -371,9 +380,10 @@ class ConsumerGroupManager:
         group.assignment_epoch = result.assignment_epoch
         group.assignor = name
 
-    def remove_member(self, group: ConsumerGroup, member_id: str) -> None:
+    def remove_member(self, group: ConsumerGroup, member_id: str, now: float) -> None:
         """The member left or was fenced: the group epoch moves and the others get a
         new target (their partitions' other owner is gone)."""
+        self._trace_gone(group, member_id, now)
         group.remove(member_id)
         group.group_epoch += 1
         # its expression goes with it if no other member uses it
@@ -381,6 +391,14 @@ class ConsumerGroupManager:
         subscriptions = expand(group.subscriptions, group.regex.resolved)
         group.metadata = subscription_metadata(subscriptions, group.metadata)
         self._assign(group)
+
+    def _trace_gone(self, group: ConsumerGroup, member_id: str, now: float) -> None:
+        info = group.info.get(member_id)
+        client_id = "" if info is None else info.client_id
+        member = group.members.get(member_id)
+        trace_member(
+            self.tracer, group.group_id, member_id, client_id, member, None, now
+        )
 
     # --- deadlines ------------------------------------------------------------------------
 
@@ -390,7 +408,7 @@ class ConsumerGroupManager:
         member = None if group is None else group.members.get(member_id)
         if group is None or member is None or expire(member, now) is None:
             return False
-        self.remove_member(group, member_id)
+        self.remove_member(group, member_id, now)
         return True
 
 

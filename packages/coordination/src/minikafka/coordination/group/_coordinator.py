@@ -138,7 +138,10 @@ class GroupCoordinator:
         self.membership = MembershipManager(rebalancer, self.rng)
         self.offsets = OffsetsManager(self.config, self.manager, self.tracer)
         self.consumer = ConsumerGroupManager(
-            self.config, self.manager.consumer_groups, self.manager.groups
+            self.config,
+            self.manager.consumer_groups,
+            self.manager.groups,
+            tracer=self.tracer,
         )
         self.mixed = MixedGroups(self.config, self.manager, self.consumer, rebalancer)
 

@@ -22,6 +22,7 @@ from minikafka.trace import TraceEvent, register_event
 __all__ = [
     "GroupStateChanged",
     "MemberAssigned",
+    "MemberAssignmentChanged",
     "MemberJoined",
     "MemberRemoved",
     "RebalanceCompleted",
@@ -143,6 +144,36 @@ class MemberAssigned(TraceEvent):
     client_id: str
     generation_id: int
     partitions: int
+
+
+@register_event
+@attrs.frozen
+class MemberAssignmentChanged(TraceEvent):
+    """The partitions the coordinator counts as a member's changed, under either
+    protocol (``group_type``: Kafka's ``classic`` or ``consumer``). A snapshot, not a
+    difference: the member owns ``assigned_partitions`` and
+    ``partitions_pending_revocation`` (``topic-partition`` names) from ``ts`` until its
+    next event; a member that leaves or is fenced gets one with both empty.
+
+    Consumer groups (KIP-848, Kafka's ``CurrentAssignmentBuilder``): emitted when a
+    heartbeat moves the member's current assignment; ``member_epoch`` is its epoch after.
+    A partition given to it is in ``assigned_partitions`` from the heartbeat answer that
+    hands it over; one it must give back stays in ``partitions_pending_revocation``
+    until it says it let go. Classic groups: the member's claim in its JoinGroup (the
+    ``owned_partitions`` of its subscription, KIP-429; nothing for an eager member, which
+    revoked everything first) and then the assignment its SyncGroup answer carries;
+    ``member_epoch`` is the generation id."""
+
+    COMPONENT: ClassVar[str] = "group"
+    EVENT: ClassVar[str] = "member_assignment"
+
+    group_id: str
+    group_type: str
+    member_id: str
+    client_id: str
+    member_epoch: int
+    assigned_partitions: tuple[str, ...]
+    partitions_pending_revocation: tuple[str, ...]
 
 
 @register_event

@@ -11,13 +11,25 @@ from collections.abc import Mapping
 
 from minikafka.trace import Tracer
 
-from ..assignors._consumer_protocol import CONSUMER_PROTOCOL_TYPE, decode_assignment
-from ._events import MemberAssigned, MemberJoined, MemberRemoved, RebalanceCompleted
+from ..assignors._consumer_protocol import (
+    CONSUMER_PROTOCOL_TYPE,
+    decode_assignment,
+    decode_subscription,
+)
+from ._events import (
+    MemberAssigned,
+    MemberAssignmentChanged,
+    MemberJoined,
+    MemberRemoved,
+    RebalanceCompleted,
+)
 from ._group import GroupMetadata, MemberMetadata
+from ._group_requests import Protocols
 
 __all__ = [
     "partition_count",
     "trace_assigned",
+    "trace_classic_owned",
     "trace_completed",
     "trace_join",
     "trace_removed",
@@ -38,16 +50,62 @@ def partition_count(group: GroupMetadata, assignment: bytes) -> int:
 
 
 def trace_join(
-    tracer: Tracer, group: GroupMetadata, member_id: str, client_id: str, now: float
+    tracer: Tracer,
+    group: GroupMetadata,
+    member_id: str,
+    client_id: str,
+    protocols: Protocols,
+    now: float,
 ) -> None:
     """A JoinGroup accepted: called before it changes anything, so the group's
-    generation and state are those it arrived in."""
+    generation and state are those it arrived in. What the member says it still owns
+    (its first protocol's ``owned_partitions``) becomes its assignment in the trace."""
     if tracer.enabled:
         state = group.state.value
         event = MemberJoined(
             group.group_id, member_id, client_id, group.generation_id, state
         )
         tracer.emit(event, now)
+        owned: tuple[str, ...] = ()
+        if protocols and group.protocol_type in (None, CONSUMER_PROTOCOL_TYPE):
+            try:
+                claim = decode_subscription(protocols[0][1]).owned_partitions
+            except ValueError:
+                claim = ()
+            owned = tuple(sorted(str(tp) for tp in claim))
+        trace_classic_owned(tracer, group, member_id, client_id, owned, now)
+
+
+def trace_classic_owned(
+    tracer: Tracer,
+    group: GroupMetadata,
+    member_id: str,
+    client_id: str,
+    owned: tuple[str, ...],
+    now: float,
+) -> None:
+    """A classic member's partitions as the coordinator last heard of them."""
+    if tracer.enabled:
+        event = MemberAssignmentChanged(
+            group.group_id,
+            "classic",
+            member_id,
+            client_id,
+            group.generation_id,
+            owned,
+            (),
+        )
+        tracer.emit(event, now)
+
+
+def assigned_names(group: GroupMetadata, assignment: bytes) -> tuple[str, ...]:
+    """The ``topic-partition`` names of a consumer assignment (none if unreadable)."""
+    if not assignment or group.protocol_type != CONSUMER_PROTOCOL_TYPE:
+        return ()
+    try:
+        return tuple(sorted(str(tp) for tp in decode_assignment(assignment).partitions))
+    except ValueError:
+        return ()
 
 
 def trace_assigned(
@@ -63,6 +121,10 @@ def trace_assigned(
             partitions,
         )
         tracer.emit(event, now)
+        names = assigned_names(group, member.assignment or b"")
+        trace_classic_owned(
+            tracer, group, member.member_id, member.client_id, names, now
+        )
 
 
 def trace_removed(
@@ -77,6 +139,7 @@ def trace_removed(
             group.group_id, member.member_id, member.client_id, reason
         )
         tracer.emit(event, now)
+        trace_classic_owned(tracer, group, member.member_id, member.client_id, (), now)
 
 
 def trace_completed(

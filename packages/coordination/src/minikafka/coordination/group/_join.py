@@ -30,7 +30,7 @@ from ._group_requests import (
     Protocols,
 )
 from ._group_state import GroupState
-from ._group_trace import trace_join
+from ._group_trace import trace_classic_owned, trace_join
 from ._rebalance import Rebalancer, answer_parked, join_response, schedule_heartbeat
 from ._results import (
     GroupAction,
@@ -165,7 +165,14 @@ class JoinGroupHandler:
         if error is not ErrorCode.none:
             return fail(error)
         member = group.members[r.member_id]
-        trace_join(self.rebalancer.tracer, group, member.member_id, r.client_id, now)
+        trace_join(
+            self.rebalancer.tracer,
+            group,
+            member.member_id,
+            r.client_id,
+            r.protocols,
+            now,
+        )
         if group.state is _S.PREPARING_REBALANCE:
             return self._update_member_and_rebalance(group, member, request_id, r, now)
         if group.state is _S.COMPLETING_REBALANCE:
@@ -204,7 +211,9 @@ class JoinGroupHandler:
             heartbeat_deadline=now + NEW_MEMBER_JOIN_TIMEOUT_MS / 1000,
             is_new=True,
         )
-        trace_join(self.rebalancer.tracer, group, member_id, r.client_id, now)
+        trace_join(
+            self.rebalancer.tracer, group, member_id, r.client_id, r.protocols, now
+        )
         # Only the group's very first rebalance is stretched for latecomers.
         if group.state is _S.PREPARING_REBALANCE and group.generation_id == 0:
             group.new_member_added = True
@@ -268,7 +277,8 @@ class JoinGroupHandler:
                 group.group_id, old_member_id, member.client_id, "replaced"
             )
             tracer.emit(removed, now)
-            trace_join(tracer, group, new_member_id, r.client_id, now)
+            trace_classic_owned(tracer, group, old_member_id, member.client_id, (), now)
+            trace_join(tracer, group, new_member_id, r.client_id, r.protocols, now)
         out += answer_parked(member, ErrorCode.fenced_instance_id, old_member_id)
         old_leader = group.leader_id
         old_settings = (

@@ -145,6 +145,10 @@ class MemberState(enum.Enum):
     STABLE = "stable"  # a member of the current generation
 
 
+_HEARTBEATING = frozenset({MemberState.STABLE, MemberState.PREPARING})
+"""The states in which the member heartbeats (PREPARING: on_revoke not run yet)."""
+
+
 @attrs.define
 class ConsumerCoordinator:
     config: MemberSettings
@@ -231,7 +235,12 @@ class ConsumerCoordinator:
             if join is not None:
                 out.append(join)
         heartbeat_due = now >= self._next_heartbeat and not self._heartbeat_in_flight
-        if self.state is MemberState.STABLE and heartbeat_due:
+        # Until the application's poll has run on_revoke and the JoinGroup goes, the
+        # member keeps its session (KIP-62: Java's heartbeat thread beats until
+        # onJoinPrepare); the coordinator waits max.poll.interval.ms for its JoinGroup,
+        # not session.timeout.ms, so a slow poll does not get it thrown out while it
+        # still owns its partitions.
+        if self._keeps_session() and heartbeat_due:
             self._heartbeat_in_flight = True
             self._next_heartbeat = now + self.config.heartbeat_interval_ms / 1000
             out.append(
@@ -265,7 +274,7 @@ class ConsumerCoordinator:
         times: list[float] = []
         if self._retry_at > 0.0:
             times.append(self._retry_at)
-        if self.state is MemberState.STABLE:
+        if self._keeps_session():
             times.append(self._next_heartbeat)
         if self.config.enable_auto_commit and (
             self.state is MemberState.STABLE or self.subscriptions.manual
@@ -330,6 +339,18 @@ class ConsumerCoordinator:
         self._revoking = ()
         if self.state is MemberState.PREPARING:
             self.state = MemberState.UNJOINED
+
+    def _keeps_session(self) -> bool:
+        """Heartbeat now? In its generation, and until the JoinGroup goes: also while a
+        rejoin waits for the application's poll (the callbacks of the last generation,
+        or on_revoke, not run yet), as Java's heartbeat thread beats until the poll."""
+        if self.state in _HEARTBEATING:
+            return True
+        return (
+            self.state is MemberState.UNJOINED
+            and self._waiting_for_events
+            and self.generation_id != NO_GENERATION
+        )
 
     def request_rejoin(self) -> None:
         self.rejoin_needed = True

@@ -32,6 +32,7 @@ from ..group._coordinator import GroupCoordinator
 from ..group._group_state import GroupState
 from ..group._results import GroupResult
 from ._simulate_consumer import Call, SimulatedConsumer
+from ._simulate_kip848 import ConsumerProtocolSimulator
 from ._simulate_values import (
     EVENT_GAP_MS,
     EntryKind,
@@ -55,12 +56,16 @@ _MAX_STEPS = 1_000_000
 def simulate(
     config: SimulationConfig, tracer: Tracer | None = None
 ) -> SimulationResult:
-    """Run ``config``'s group from its first JoinGroup until the last event has settled.
+    """Run ``config``'s group from its first JoinGroup (or, with the consumer protocol,
+    its first ConsumerGroupHeartbeat) until the last event has settled.
 
     The coordinator's events go to ``tracer``; the simulator is a shell, so its default is
     the process's tracer (what ``python -m minikafka.trace`` and the labs configure)."""
     config.check()
-    return _Simulator(config, get_tracer() if tracer is None else tracer).run()
+    tracer = get_tracer() if tracer is None else tracer
+    if config.protocol == "consumer":
+        return ConsumerProtocolSimulator(config, tracer).run()
+    return _Simulator(config, tracer).run()
 
 
 @attrs.define
@@ -191,6 +196,10 @@ class _Simulator:
 
     def _apply(self, event: GroupEvent) -> None:
         self._event_scheduled = False
+        if event.action is EventAction.SLOW:
+            # No rebalance of its own: it shows in how the next one goes.
+            self._consumers[event.member].processing_ms = self.config.slow_processing_ms
+            return
         self._open = _OpenRebalance(str(event), self.now, self._group_state()[1])
         if event.action is EventAction.JOIN:
             return self._start(event.member)

@@ -29,11 +29,13 @@ from ..assignors._range import RangeAssignor
 from ..assignors._round_robin import RoundRobinAssignor
 from ..assignors._sticky import StickyAssignor
 from ..group._config import GroupConfig
+from ..group._consumer_group import ConsumerGroupState
 from ..group._group_state import GroupState
 
 __all__ = [
     "ASSIGNORS",
     "EVENT_GAP_MS",
+    "PROTOCOLS",
     "EntryKind",
     "EventAction",
     "GenerationAssignment",
@@ -54,6 +56,9 @@ __all__ = [
 
 EVENT_GAP_MS = 1000
 """How long after the group settles the next scripted event happens."""
+
+PROTOCOLS = ("classic", "consumer")
+"""``group.protocol``'s values: the classic protocol and KIP-848's."""
 
 ASSIGNORS: Mapping[str, PartitionAssignor] = {
     assignor.name: assignor
@@ -87,6 +92,7 @@ class EventAction(enum.Enum):
     JOIN = "join"  # a new consumer starts
     LEAVE = "leave"  # it closes: revokes, then LeaveGroup
     CRASH = "crash"  # it dies right after a heartbeat, telling nobody
+    SLOW = "slow"  # from now on it takes ``slow_processing_ms`` over each poll()
 
 
 @attrs.frozen
@@ -111,7 +117,7 @@ def parse_events(text: str) -> tuple[GroupEvent, ...]:
             kind = None
         if kind is None or not number.strip().isdigit() or int(number) < 1:
             raise SimulationError(
-                f"bad event {item!r}: expected join:N, leave:N or crash:N "
+                f"bad event {item!r}: expected join:N, leave:N, crash:N or slow:N "
                 "with N a member number from 1"
             )
         events.append(GroupEvent(kind, int(number)))
@@ -137,8 +143,25 @@ class SimulationConfig:
     # rejoining; and a message's one-way trip between a consumer and the coordinator.
     processing_ms: tuple[int, int] = (100, 1000)
     network_latency_ms: int = 1
+    # What a ``slow:N`` event makes member N take over each poll() from then on.
+    slow_processing_ms: int = 20_000
     group_id: str = "group"
     group_config: GroupConfig = attrs.field(factory=GroupConfig)
+    # ``classic`` (JoinGroup/SyncGroup, the leader assigns) or ``consumer`` (KIP-848:
+    # ConsumerGroupHeartbeat, the coordinator assigns with ``remote_assignor``).
+    protocol: str = "classic"
+    remote_assignor: str = "uniform"
+
+    @property
+    def coordinator_config(self) -> GroupConfig:
+        """The broker's settings; the consumer protocol's session and heartbeat interval
+        are the broker's (KIP-848), here the same as the classic consumer's, so both
+        protocols run the same scenario on the same clocks."""
+        return attrs.evolve(
+            self.group_config,
+            group_consumer_session_timeout_ms=self.session_timeout_ms,
+            group_consumer_heartbeat_interval_ms=self.heartbeat_interval_ms,
+        )
 
     @property
     def partition_assignor(self) -> PartitionAssignor:
@@ -181,6 +204,20 @@ class SimulationConfig:
                 f"processing times {low}..{high} ms must be positive, in order and below "
                 f"max.poll.interval.ms {self.rebalance_timeout_ms}"
             )
+        if not low <= self.slow_processing_ms < self.rebalance_timeout_ms:
+            raise SimulationError(
+                f"slow processing time {self.slow_processing_ms} ms must be at least "
+                f"{low} and below max.poll.interval.ms {self.rebalance_timeout_ms}"
+            )
+        if self.protocol not in PROTOCOLS:
+            raise SimulationError(
+                f"unknown group protocol {self.protocol!r} (choose {', '.join(PROTOCOLS)})"
+            )
+        if self.remote_assignor not in self.group_config.group_consumer_assignors:
+            raise SimulationError(
+                f"unknown server assignor {self.remote_assignor!r} (choose "
+                f"{', '.join(self.group_config.group_consumer_assignors)})"
+            )
         if self.network_latency_ms < 0:
             raise SimulationError("the network latency cannot be negative")
         _check_script(self.members, self.events)
@@ -199,7 +236,7 @@ def _check_script(members: int, events: Iterable[GroupEvent]) -> None:
             raise SimulationError(
                 f"{event}: there is no running consumer-{event.member}"
             )
-        else:
+        elif event.action is not EventAction.SLOW:
             live.discard(event.member)
 
 
@@ -227,8 +264,8 @@ class TimelineEntry:
     member: str  # the consumer's client id
     kind: EntryKind
     text: str
-    state: GroupState
-    generation: int
+    state: GroupState | ConsumerGroupState
+    generation: int  # the consumer protocol: the group epoch
     partitions: tuple[TopicPartition, ...] = ()  # SYNCED: assigned; REVOKED: given up
 
 
@@ -385,23 +422,61 @@ def render_rebalances(rebalances: Sequence[RebalanceSummary]) -> list[str]:
     return lines
 
 
-def render_simulation(result: SimulationResult) -> str:
-    """The timeline as a table, then every generation's assignment and the rebalances."""
-    c = result.config
-    header = (
+def render_ownership(
+    changes: Sequence[OwnershipChange], members: Sequence[str]
+) -> list[str]:
+    """Each member's partitions after every change: one row per moment something moved."""
+    width = max((len(format_partitions(c.partitions)) for c in changes), default=1)
+    width = max(width, *(len(m) for m in members)) if members else width
+    lines = [f"{'time ms':>9}  " + "  ".join(f"{m:<{width}}" for m in members)]
+    owned: dict[str, frozenset[TopicPartition]] = {}
+    for time_ms, group in itertools.groupby(changes, key=lambda c: c.time_ms):
+        for change in group:
+            owned[change.member] = change.partitions
+        cells = (format_partitions(owned.get(m, ())) for m in members)
+        lines.append(f"{time_ms:>9}  " + "  ".join(f"{c:<{width}}" for c in cells))
+    return lines
+
+
+def _header(c: SimulationConfig) -> str:
+    if c.protocol == "classic":
+        protocol = (
+            f"classic protocol, assignor {c.assignor} ({c.rebalance_protocol.name}), "
+            f"session.timeout.ms {c.session_timeout_ms}, heartbeat.interval.ms "
+            f"{c.heartbeat_interval_ms}, group.initial.rebalance.delay.ms "
+            f"{c.group_config.group_initial_rebalance_delay_ms}"
+        )
+    else:
+        g = c.coordinator_config
+        protocol = (
+            f"consumer protocol (KIP-848), server assignor {c.remote_assignor}, "
+            f"group.consumer.session.timeout.ms {g.group_consumer_session_timeout_ms}, "
+            f"group.consumer.heartbeat.interval.ms {g.group_consumer_heartbeat_interval_ms}"
+        )
+    return (
         f"group {c.group_id!r}: {c.members} consumer{'s' * (c.members != 1)} of {c.topic!r} "
-        f"({c.partitions} partition{'s' * (c.partitions != 1)}), assignor {c.assignor} "
-        f"({c.rebalance_protocol.name}), session.timeout.ms {c.session_timeout_ms}, "
-        f"heartbeat.interval.ms {c.heartbeat_interval_ms}, group.initial.rebalance.delay.ms "
-        f"{c.group_config.group_initial_rebalance_delay_ms}, seed {c.seed}"
+        f"({c.partitions} partition{'s' * (c.partitions != 1)}), {protocol}, seed {c.seed}"
     )
+
+
+def render_simulation(result: SimulationResult) -> str:
+    """The timeline as a table, every generation's (or group epoch's) assignment, each
+    member's partitions over time, and the rebalances."""
+    members = sorted(
+        {e.member for e in result.timeline}, key=lambda m: int(m.rpartition("-")[2])
+    )
+    title = "generations" if result.config.protocol == "classic" else "group epochs"
     return "\n".join(
         [
-            header,
+            _header(result.config),
             "",
             *render_timeline(result.timeline),
             "",
+            f"{title}:",
             *render_generations(result.generations),
+            "",
+            "owned partitions over time:",
+            *render_ownership(result.ownership, members),
             "",
             "rebalances:",
             *render_rebalances(result.rebalances),

@@ -1,0 +1,183 @@
+"""Lab 18's checks: each exercise's answer against the lab's reference on the scenario's
+traces (both protocols, the coordinator's code on virtual time: the same data on every
+run, no cluster to start).
+
+The scenario runs once for the module; its ``truth.json`` holds the reference answers,
+computed in plain Python from the same trace. The checks also make sure the data holds
+what the exercises' rules must tell apart: a member that still owns a partition while
+it is pending revocation, a partition unowned more than once, and groups of both
+protocols.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import types as T
+
+from minikafka.coordination import MemberAssignmentChanged
+from minikafka.labs import (
+    IMPLEMENTATION_ENV,
+    ExerciseNotDone,
+    check_exercises_start_unfinished,
+    implementations,
+    lab_of,
+    load_answers,
+    read_events,
+    scenario_run,
+)
+from minikafka.trace import read_trace
+
+LAB = lab_of(__file__)
+pytestmark = pytest.mark.timeout(600)
+
+PRODUCED = T.StructType(
+    [
+        T.StructField("partition", T.IntegerType()),
+        T.StructField("offset", T.LongType()),
+        T.StructField("ts", T.DoubleType()),
+    ]
+)
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return scenario_run(LAB, tmp_path_factory, seed=0)
+
+
+@pytest.fixture(scope="module")
+def truth(run_dir: Path) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads((run_dir / "truth.json").read_text())
+    return document
+
+
+@pytest.fixture(scope="module")
+def assignments(spark: SparkSession, run_dir: Path) -> DataFrame:
+    return read_events(spark, run_dir / "traces", MemberAssignmentChanged).cache()
+
+
+@pytest.fixture(scope="module")
+def produced(spark: SparkSession, run_dir: Path) -> DataFrame:
+    return spark.read.json(str(run_dir / "produced.jsonl"), schema=PRODUCED).cache()
+
+
+@pytest.fixture(scope="module", params=implementations(LAB))
+def answers(request: pytest.FixtureRequest) -> ModuleType:
+    """The reference, then each mutant (a wrong answer the checks must fail)."""
+    return load_answers(LAB, request.param)
+
+
+def answer(answers: ModuleType, exercise: str, *args: Any) -> DataFrame:
+    """The exercise's DataFrame; an unfinished exercise fails its check in one line."""
+    try:
+        result: DataFrame = getattr(answers, exercise)(*args)
+    except ExerciseNotDone as error:
+        unfinished = str(error)
+    else:
+        return result
+    pytest.fail(unfinished, pytrace=False)  # outside `except`: no chained traceback
+
+
+def rows(frame: DataFrame) -> list[dict[str, Any]]:
+    return [row.asDict() for row in frame.collect()]
+
+
+def gaps_frame(spark: SparkSession, truth: dict[str, Any]) -> DataFrame:
+    """The reference's gaps, as the second exercise's input (it is checked on its own)."""
+    schema = T.StructType(
+        [
+            T.StructField("group_type", T.StringType()),
+            T.StructField("partition", T.IntegerType()),
+            T.StructField("start_ts", T.DoubleType()),
+            T.StructField("end_ts", T.DoubleType()),
+        ]
+    )
+    return spark.createDataFrame(
+        [tuple(g.values()) for g in truth["gaps"]], schema=schema
+    )
+
+
+# --- the data holds every case -------------------------------------------------------
+
+
+def test_the_traces_hold_what_the_rules_must_tell_apart(
+    run_dir: Path, truth: dict[str, Any]
+) -> None:
+    scenario = LAB.module("scenario")
+    events: list[dict[str, Any]] = [
+        r for r in read_trace(run_dir / "traces") if r["event"] == "member_assignment"
+    ]
+    assert {e["group_type"] for e in events} == {"classic", "consumer"}
+    # KIP-848: a partition a member must give back is still its own for a while
+    assert any(e["partitions_pending_revocation"] for e in events)
+    # the reference is the scenario's, and some partition went unowned twice
+    produced = [json.loads(line) for line in (run_dir / "produced.jsonl").open()]
+    assert scenario.unowned(events) == truth["gaps"]
+    assert scenario.delayed(truth["gaps"], produced) == truth["delayed"]
+    assert any(r["gaps"] >= 2 for r in truth["delayed"])
+    # a partition never owned twice at once in either group (the coordinator's promise)
+    owned: dict[tuple[str, str], set[str]] = {}
+    for e in sorted(events, key=lambda e: float(e["ts"])):
+        owned[e["group_type"], e["member_id"]] = {
+            *e["assigned_partitions"],
+            *e["partitions_pending_revocation"],
+        }
+        for group_type in ("classic", "consumer"):
+            held = [p for (g, _), ps in owned.items() if g == group_type for p in ps]
+            assert len(held) == len(set(held))
+
+
+# --- the checks ------------------------------------------------------------------------
+
+
+def test_unowned(
+    answers: ModuleType, assignments: DataFrame, truth: dict[str, Any]
+) -> None:
+    result = answer(answers, "unowned", assignments)
+    assert result.columns == ["group_type", "partition", "start_ts", "end_ts"]
+    found = rows(result)
+    assert [(r["group_type"], r["partition"]) for r in found] == [
+        (g["group_type"], g["partition"]) for g in truth["gaps"]
+    ], "one row per stretch without owner, ordered by group_type, partition, start_ts"
+    for row, gap in zip(found, truth["gaps"], strict=True):
+        assert (row["start_ts"], row["end_ts"]) == pytest.approx(
+            (gap["start_ts"], gap["end_ts"]), abs=1e-6
+        ), (row, gap)
+
+
+def test_delayed(
+    spark: SparkSession,
+    answers: ModuleType,
+    produced: DataFrame,
+    truth: dict[str, Any],
+) -> None:
+    result = answer(answers, "delayed", gaps_frame(spark, truth), produced)
+    assert result.columns == [
+        "group_type",
+        "partition",
+        "gaps",
+        "unowned_ms",
+        "delayed_records",
+    ]
+    found = rows(result)
+    assert [(r["group_type"], r["partition"]) for r in found] == [
+        (r["group_type"], r["partition"]) for r in truth["delayed"]
+    ], "every partition under each group type, ordered by group_type, partition"
+    for row, expected in zip(found, truth["delayed"], strict=True):
+        assert row["unowned_ms"] == pytest.approx(expected["unowned_ms"], abs=1e-3)
+        assert (row["gaps"], row["delayed_records"]) == (
+            expected["gaps"],
+            expected["delayed_records"],
+        ), (row, expected)
+
+
+def test_every_exercise_starts_unfinished() -> None:
+    if os.environ.get(IMPLEMENTATION_ENV) == "exercises":
+        pytest.skip("checks the exercises.py the lab ships with; you are writing yours")
+    check_exercises_start_unfinished(LAB)
