@@ -8,7 +8,7 @@ from kio.schema.errors import ErrorCode
 
 from minikafka.common import Acks, TopicPartition
 from minikafka.log import LogConfig
-from minikafka.log.testing import value_batch
+from minikafka.log.testing import keyed_batch, value_batch
 from minikafka.replication import ProducePartitionResult, TopicSettings
 from minikafka.replication.testing import (
     OTHER,
@@ -208,3 +208,55 @@ def test_a_too_large_batch_is_refused_with_message_too_large(tmp_path: Path) -> 
         30_000, Acks.LEADER, {TP: value_batch(5, value_bytes=100)}, answers, now=0.0
     )
     assert answers.only[TP].error_code is ErrorCode.message_too_large
+
+
+def idempotent_batch(sequence: int) -> bytearray:
+    """Producer 1000's one-record batch at ``sequence`` (epoch 0): a retry sends the
+    same bytes again."""
+    return keyed_batch(
+        [(None, b"seq %d" % sequence)],
+        producer_id=1000,
+        producer_epoch=0,
+        base_sequence=sequence,
+    )
+
+
+def test_a_leader_fenced_and_elected_again_answers_an_idempotent_retry_as_kafka(
+    tmp_path: Path,
+) -> None:
+    """A leader whose answers were lost (paused), fenced (leader -1) and elected again at
+    a new leader epoch with the ISR below min.insync.replicas keeps its producer state:
+    the retry is refused NOT_ENOUGH_REPLICAS and appends nothing; once the ISR is back
+    a batch after a gap is OUT_OF_ORDER_SEQUENCE_NUMBER and a retry of a written batch
+    is the duplicate, answered with its original offset (Kafka's ProducerStateManager).
+    The answers a librdkafka producer got in a chaos run, before it bumped its epoch."""
+    manager = replica_manager(tmp_path, min_insync_replicas=2)
+    partition = lead(manager, TP, (1, 2, 3), isr=(1,))
+    for sequence in range(3):  # offsets 0-2; the producer never hears the answers
+        manager.append_records(
+            30_000, Acks.LEADER, {TP: idempotent_batch(sequence)}, discard, now=0.0
+        )
+    fenced = partition_state((1, 2, 3), leader=-1, leader_epoch=1, partition_epoch=1)
+    manager.become_leader_or_follower({}, {TP: (partition.topic_id, fenced)}, now=1.0)
+    lead(manager, TP, (1, 2, 3), isr=(1,), leader_epoch=2, partition_epoch=2, now=2.0)
+
+    refused: ProduceAnswers = Answers()
+    manager.append_records(
+        30_000, Acks.ALL, {TP: idempotent_batch(1)}, refused, now=3.0
+    )
+    assert refused.only[TP].error_code is ErrorCode.not_enough_replicas
+    assert partition.log.log_end_offset == 3
+
+    lead(manager, TP, (1, 2, 3), isr=(1, 2), leader_epoch=2, partition_epoch=3, now=4.0)
+    gap: ProduceAnswers = Answers()
+    manager.append_records(30_000, Acks.ALL, {TP: idempotent_batch(4)}, gap, now=5.0)
+    assert gap.only[TP].error_code is ErrorCode.out_of_order_sequence_number
+    retry: ProduceAnswers = Answers()
+    manager.append_records(30_000, Acks.ALL, {TP: idempotent_batch(1)}, retry, now=6.0)
+    follower_fetch(manager, 2, TP, 3, now=7.0)  # the follower has offsets 0-2
+    assert retry.only[TP].error_code is ErrorCode.none
+    assert retry.only[TP].base_offset == 1
+    assert partition.log.log_end_offset == 3  # nothing appended twice
+    nxt: ProduceAnswers = Answers()
+    manager.append_records(30_000, Acks.LEADER, {TP: idempotent_batch(3)}, nxt, now=8.0)
+    assert nxt.only[TP].base_offset == 3
