@@ -216,7 +216,9 @@ class ClassicMembers:
 
     # --- LeaveGroup -------------------------------------------------------------------
 
-    def leave(self, group: ConsumerGroup, r: LeaveGroupRequest) -> LeaveGroupResponse:
+    def leave(
+        self, group: ConsumerGroup, r: LeaveGroupRequest, now: float
+    ) -> LeaveGroupResponse:
         answers = []
         for identity in r.members:
             member_id = identity.member_id
@@ -233,7 +235,7 @@ class ClassicMembers:
             if error is ErrorCode.none and member_id not in group.classic:
                 error = ErrorCode.unknown_member_id
             if error is ErrorCode.none:
-                self.consumer.remove_member(group, member_id)
+                self.consumer.remove_member(group, member_id, now)
             answers.append(
                 LeaveGroupMemberResponse(member_id, identity.group_instance_id, error)
             )

@@ -254,7 +254,7 @@ class GroupCoordinator:
     ) -> GroupResult:
         consumer = self._live_consumer_group(request.group_id)
         if consumer is not None:
-            left = self.mixed.leave(request_id, consumer, request)
+            left = self.mixed.leave(request_id, consumer, request, now)
             self._rearm_members(request.group_id)
             return self._carry_out(left, request.group_id)
         actions = self.membership.leave_group(request_id, request, now)

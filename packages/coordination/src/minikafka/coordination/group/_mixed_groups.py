@@ -203,10 +203,10 @@ class MixedGroups:
         return [GroupReply(request_id, HeartbeatResponse(error))]
 
     def leave(
-        self, request_id: int, group: ConsumerGroup, r: LeaveGroupRequest
+        self, request_id: int, group: ConsumerGroup, r: LeaveGroupRequest, now: float
     ) -> list[GroupAction]:
         before = self._records(group.group_id)
-        response = self.classic_members.leave(group, r)
+        response = self.classic_members.leave(group, r, now)
         records = changed_records(before, self._records(group.group_id))
         if not records:
             return [GroupReply(request_id, response)]
