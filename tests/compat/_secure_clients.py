@@ -250,14 +250,12 @@ def minikafka_round_trip(s: Secured, topic: str) -> list[bytes]:
 # --- Kafka's Java client -------------------------------------------------------------
 
 
-def java_round_trip(s: Secured, topic: str) -> list[bytes]:
-    """Kafka's Java client (the reference bench's kafka-clients) with the same keys as
-    minikafka's: its Admin makes the topic, its producer writes, and a consumer in group
-    ``topic`` reads the values back (subscribe, then a commit)."""
-    from tests.compat import _java
-
+def _java_steps(s: Secured, topic: str) -> list[dict[str, Any]]:
+    """Admin creates ``topic``, a producer writes, a consumer in group ``topic`` reads
+    back (subscribe, then a commit): three steps, the last one's result the records."""
     config = {k: str(v) for k, v in minikafka_config(s).items()}
-    steps: list[dict[str, Any]] = [
+    config["bootstrap.servers"] = s.bootstrap  # each case its own listener
+    return [
         {
             "op": "admin",
             "action": "create_topics",
@@ -283,5 +281,23 @@ def java_round_trip(s: Secured, topic: str) -> list[bytes]:
             "config": {**config, "group.id": topic, "auto.offset.reset": "earliest"},
         },
     ]
-    run = _java.scenario(s.bootstrap, steps)
-    return [r["value"].encode() for r in run.result(2)["records"]]
+
+
+def java_round_trips(cases: list[tuple[Secured, str]]) -> list[list[bytes]]:
+    """Kafka's Java client (the reference bench's kafka-clients) with the same keys as
+    minikafka's, for each ``(listener, topic)`` in turn, all in one JVM (a JVM's start
+    costs more than a round trip): its Admin makes the topic, its producer writes, and a
+    consumer in group ``topic`` reads the values back; what each case read."""
+    from tests.compat import _java
+
+    steps = [step for s, topic in cases for step in _java_steps(s, topic)]
+    run = _java.scenario(cases[0][0].bootstrap, steps)
+    return [
+        [r["value"].encode() for r in run.result(3 * i + 2)["records"]]
+        for i in range(len(cases))
+    ]
+
+
+def java_round_trip(s: Secured, topic: str) -> list[bytes]:
+    """:func:`java_round_trips` for one listener."""
+    return java_round_trips([(s, topic)])[0]

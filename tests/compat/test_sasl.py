@@ -36,6 +36,7 @@ from tests.compat._secure_clients import (
     aiokafka_round_trip,
     confluent_round_trip,
     java_round_trip,
+    java_round_trips,
     kafka_python_round_trip,
     kcat_round_trip,
     librdkafka_config,
@@ -52,6 +53,7 @@ MODULES = {
     "scram-sha-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
 }
 SASL_LISTENERS = ("SASL_PLAINTEXT", "SASL_SSL")
+PASSWORD_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
 @pytest.fixture(scope="module")
@@ -182,6 +184,35 @@ def test_the_java_client_authenticates_produces_and_consumes_in_a_group(
     assert java_round_trip(s, topic) == values(topic)
 
 
+@pytest.mark.security_matrix(
+    "java", listener="SASL_PLAINTEXT", mechanism="SCRAM-SHA-256"
+)
+@pytest.mark.security_matrix(
+    "java", listener="SASL_PLAINTEXT", mechanism="SCRAM-SHA-512"
+)
+@pytest.mark.security_matrix("java", listener="SASL_SSL", mechanism="PLAIN")
+@pytest.mark.security_matrix("java", listener="SASL_SSL", mechanism="SCRAM-SHA-256")
+def test_the_java_client_authenticates_with_every_other_mechanism_in_one_jvm(
+    addresses: dict[str, str], pki: ThrowawayPki, request: pytest.FixtureRequest
+) -> None:
+    """The listener and mechanism pairs the test above leaves, one after the other in a
+    single JVM (its start costs more than the round trips): each authenticates on its
+    own connections, produces, and consumes in its own group what it wrote."""
+    cases = [
+        (
+            secured(addresses, pki, listener, mechanism),
+            unique_name(request, f"sasl-java-{listener}-{mechanism}-".lower()),
+        )
+        for listener, mechanism in [
+            ("SASL_PLAINTEXT", "SCRAM-SHA-256"),
+            ("SASL_PLAINTEXT", "SCRAM-SHA-512"),
+            ("SASL_SSL", "PLAIN"),
+            ("SASL_SSL", "SCRAM-SHA-256"),
+        ]
+    ]
+    assert java_round_trips(cases) == [values(topic) for _s, topic in cases]
+
+
 @pytest.mark.security_matrix("kcat", mechanism="PLAIN")
 @pytest.mark.compat("SaslHandshake", "kcat")
 @pytest.mark.compat("SaslAuthenticate", "kcat")
@@ -203,10 +234,8 @@ def test_kcat_authenticates_with_plain_produces_and_consumes(
 @pytest.mark.security_matrix("kafka-python")
 @pytest.mark.compat("SaslHandshake", "kafka-python")
 @pytest.mark.compat("SaslAuthenticate", "kafka-python")
-@pytest.mark.parametrize(
-    ("listener", "mechanism"),
-    [("SASL_PLAINTEXT", "PLAIN"), ("SASL_SSL", "SCRAM-SHA-512")],
-)
+@pytest.mark.parametrize("listener", SASL_LISTENERS)
+@pytest.mark.parametrize("mechanism", PASSWORD_MECHANISMS)
 def test_kafka_python_authenticates_produces_and_consumes(
     addresses: dict[str, str],
     pki: ThrowawayPki,
@@ -222,10 +251,8 @@ def test_kafka_python_authenticates_produces_and_consumes(
 @pytest.mark.security_matrix("aiokafka")
 @pytest.mark.compat("SaslHandshake", "aiokafka")
 @pytest.mark.compat("SaslAuthenticate", "aiokafka")
-@pytest.mark.parametrize(
-    ("listener", "mechanism"),
-    [("SASL_SSL", "PLAIN"), ("SASL_PLAINTEXT", "SCRAM-SHA-256")],
-)
+@pytest.mark.parametrize("listener", SASL_LISTENERS)
+@pytest.mark.parametrize("mechanism", PASSWORD_MECHANISMS)
 def test_aiokafka_authenticates_produces_and_consumes(
     addresses: dict[str, str],
     pki: ThrowawayPki,
