@@ -118,7 +118,7 @@ def _run(args: argparse.Namespace, out: TextIO, parser: argparse.ArgumentParser)
         kinds = parse_faults(args.faults)
     except ValueError as exc:
         parser.error(str(exc))
-    why = refused(kinds, unavailable() if needs_network(kinds) else None)
+    why = refused(kinds, unavailable() if needs_network(kinds) else None, args.mode)
     if why is not None:
         parser.error(why)
     clients = tuple(c.strip() for c in args.clients.split(",") if c.strip())
