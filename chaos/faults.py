@@ -266,9 +266,16 @@ class Injector:
             return operations.zookeeper_down(self.cluster, fault.kind)
         if fault.kind == "elect-leaders":
             return operations.elect_preferred(self.servers, self.topic)
-        self._assignment = operations.replicas(self.servers, self.topic)
-        moved = operations.rotated(self._assignment)
-        return operations.reassign(self.servers, self.topic, moved)
+        first = operations.replicas(self.servers, self.topic)
+        try:
+            done = operations.reassign(
+                self.servers, self.topic, operations.rotated(first)
+            )
+        except operations.RefusedError as refused:
+            self._assignment = {}
+            return f"refused: {refused}"
+        self._assignment = first
+        return done
 
     def _heal_other(self, fault: Fault) -> str:
         if fault.kind in ZOOKEEPER_KINDS:
@@ -277,7 +284,10 @@ class Injector:
             return "ZooKeeper's server running again"
         if fault.kind == "elect-leaders":
             return operations.elect_preferred(self.servers, self.topic)
-        return operations.reassign(self.servers, self.topic, self._assignment)
+        if not self._assignment:
+            return "nothing was moved"
+        first, self._assignment = self._assignment, {}
+        return operations.reassign(self.servers, self.topic, first)
 
     def _revive(self, node: int) -> None:
         if node in self._paused:
