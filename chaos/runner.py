@@ -36,6 +36,7 @@ from minikafka.trace import read_trace
 
 from . import timeline
 from .checker import ANOMALY_KINDS, AnomalyKind, check
+from .churn import TopicChurn
 from .faults import INJECTED, NETWORK_KINDS, NOT_INJECTED, PROCESS_KINDS, Injector
 from .history import Op, encode_final_state, format_history
 from .nemesis import ZOOKEEPER_KINDS, Options, Topology, schedule
@@ -73,6 +74,9 @@ class RunOptions:
     consumers: int = 2
     clients: tuple[str, ...] = (CLIENT,)
     """The producers' clients, taken in turn (:data:`~.workload.CLIENTS`)."""
+    churn: float = 0.0
+    """Seconds between topic churn cycles (:mod:`chaos.churn`: a topic created,
+    written and deleted); 0: none."""
 
 
 def injectable(no_namespaces: str | None) -> tuple[str, ...]:
@@ -179,7 +183,7 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
         _create_topic(servers, opts.partitions)
         if not _whole(servers, opts.partitions, time.monotonic() + 60):
             notes.append("the topic was not fully in sync before the faults began")
-        workers: list[Producer | GroupConsumer] = [
+        workers: list[Producer | GroupConsumer | TopicChurn] = [
             Producer(
                 p,
                 servers,
@@ -194,6 +198,9 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
             GroupConsumer(100 + c, servers, TOPIC, GROUP, recorder)
             for c in range(opts.consumers)
         ]
+        if opts.churn > 0:
+            churn = TopicChurn(200, servers, f"{TOPIC}-churn", recorder, opts.churn)
+            workers.append(churn)
         for worker in workers:
             worker.start()
         began = time.monotonic()
@@ -280,7 +287,7 @@ def _summary(
         counts_ = f"{kinds[kind]:>8} {skipped[kind]:>8} {errors[kind]:>8}"
         lines.append(f"{kind:<24} {counts_}")
     lines += ["", f"{'operation':<12} {'ok':>8} {'failed':>8} {'unknown':>8}"]
-    for kind in ("send", "poll", "commit"):
+    for kind in ("send", "poll", "commit", "create_topic", "delete_topic"):
         outcomes = Counter(op.outcome for op in history if op.kind == kind)
         lines.append(
             f"{kind:<12} {outcomes['ok']:>8} {outcomes['failed']:>8} {outcomes['unknown']:>8}"
