@@ -13,7 +13,7 @@ import subprocess
 import sys
 import tempfile
 
-from confluent_kafka import ElectionType, TopicPartition
+from confluent_kafka import ElectionType, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from minikafka.broker.testing import ProcessCluster
@@ -69,9 +69,14 @@ def elect_preferred(servers: str, topic: str) -> str:
     client = AdminClient({"bootstrap.servers": servers, "log_level": 0})
     found = client.list_topics(topic, timeout=10).topics[topic]
     partitions = [TopicPartition(topic, p) for p in sorted(found.partitions)]
-    answers = client.elect_leaders(ElectionType.PREFERRED, partitions).result(
-        timeout=60
-    )
+    try:
+        answers = client.elect_leaders(ElectionType.PREFERRED, partitions).result(
+            timeout=60
+        )
+    except (
+        KafkaException
+    ) as exc:  # the whole request answered so (mid-fault: a timeout)
+        return f"elect-leaders PREFERRED answered {exc.args[0].name()}"
     said = sorted(
         f"{tp.partition}:{'ok' if error is None else error.name()}"
         for tp, error in answers.items()
