@@ -251,7 +251,9 @@ cluster-down: sync
 # KRaft) laid out under CHAOS_RUNS/MODE-cCONTROLLERS-sSEED, real clients writing through
 # the faults SEED's schedule draws over DURATION seconds, then the checker; a summary
 # table, and exit 1 on any anomaly. SEED=N replays a run; by default a new one each time.
-# FAULTS=kill,pause,kill-active-controller,partition adds real partitions (needs root).
+# FAULTS=kill,pause,kill-active-controller,partition adds real partitions (needs root);
+# CLIENTS=confluent-kafka,kafka-python,minikafka the producers' clients; CHURN=S a topic
+# created, written and deleted every S seconds.
 DURATION ?= 300
 ifndef SEED
 SEED := $(shell date +%s)
@@ -261,6 +263,7 @@ chaos: NEEDS := $(if $(filter zk,$(MODE)),zookeeper)
 chaos: sync
 	@$(RUN) python -m chaos run --seed $(SEED) --duration $(DURATION) --mode $(MODE) \
 		--controllers $(CONTROLLERS) $(if $(FAULTS),--faults $(FAULTS)) \
+		$(if $(CLIENTS),--clients $(CLIENTS)) $(if $(CHURN),--churn $(CHURN)) \
 		--out $(CHAOS_RUNS)/$(MODE)-c$(CONTROLLERS)-s$(SEED)
 
 clean:

@@ -102,6 +102,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
         default=CLIENT,
         help=f"the producers' clients, taken in turn: {', '.join(CLIENTS)}",
     )
+    running.add_argument(
+        "--churn",
+        type=float,
+        default=0.0,
+        help="seconds between topic churn cycles (a topic created, written, deleted); "
+        "0: none",
+    )
     running.add_argument("--out", required=True, help="the run's directory")
     args = parser.parse_args(argv)
     if args.command == "run":
@@ -119,7 +126,7 @@ def _run(args: argparse.Namespace, out: TextIO, parser: argparse.ArgumentParser)
         kinds = parse_faults(args.faults)
     except ValueError as exc:
         parser.error(str(exc))
-    why = refused(kinds, unavailable() if needs_network(kinds) else None)
+    why = refused(kinds, unavailable() if needs_network(kinds) else None, args.mode)
     if why is not None:
         parser.error(why)
     clients = tuple(c.strip() for c in args.clients.split(",") if c.strip())
@@ -136,6 +143,7 @@ def _run(args: argparse.Namespace, out: TextIO, parser: argparse.ArgumentParser)
         args.controllers,
         faults=kinds,
         clients=clients,
+        churn=args.churn,
     )
     return run(opts, Path(args.out), out)
 

@@ -20,13 +20,25 @@ The kinds injected today (:data:`INJECTED`):
   shape's links cut by :class:`chaos.netns.Network` (a blackhole rule per dropped
   direction, packets lost in silence, not refused); heal: the rules removed.
 
+- ``slow`` (nodes in namespaces): the node's egress slowed by ``tc netem`` where the
+  kernel has it, else shaped by ``tc tbf`` (:func:`chaos.netns.slow`; the record's
+  ``detail`` says which); heal: the qdisc removed;
+- ``kill-zookeeper``, ``pause-zookeeper`` (ZooKeeper mode): ZooKeeper's server
+  SIGKILLed (heal: started again on its data directory, waiting until it answers
+  ``ruok``) or SIGSTOPped (heal: SIGCONT);
+- ``elect-leaders`` (mid-fault): a preferred leader election over the topic's
+  partitions through the admin API (``ElectLeaders``; what each partition answered is
+  the record's ``detail``); heal: another, the cluster being whole again or not;
+- ``reassign`` (mid-fault): every partition of the topic reassigned to its replicas
+  rotated by one (its preferred leader moves), by ``minikafka reassign-partitions
+  --execute``, Kafka's tool; heal: the first order reassigned back.
+
 A node is started again without waiting for it to say it is ready (a broker is ready
 once registered, and the controller it needs may be healed at the same instant).
 
-The other kinds (slow links, a full disk, admin operations, membership) are
-:data:`NOT_INJECTED`: the runner refuses a ``--faults`` naming them rather than
-pretend, as it refuses partitions where namespaces cannot be made. Slow links need the
-kernel's netem qdisc, which the machine these runs were made on lacks.
+The other kinds (a full disk, membership changes) are :data:`NOT_INJECTED`: the
+runner refuses a ``--faults`` naming them rather than pretend, as it refuses partitions
+and slow links where namespaces cannot be made.
 """
 
 from __future__ import annotations
@@ -41,13 +53,27 @@ from confluent_kafka.admin import AdminClient
 
 from minikafka.broker.testing import ProcessCluster
 
-from .nemesis import ACTIVE_CONTROLLER, KINDS, PARTITION_KINDS, Fault
+from . import netns, operations
+from .nemesis import (
+    ACTIVE_CONTROLLER,
+    KINDS,
+    PARTITION_KINDS,
+    ZOOKEEPER_KINDS,
+    Fault,
+)
 from .netns import Network
 
 PROCESS_KINDS: tuple[str, ...] = ("kill", "pause", "kill-active-controller")
 """Injected on any machine."""
-INJECTED: tuple[str, ...] = (*PROCESS_KINDS, *PARTITION_KINDS)
-"""Injected where the nodes run in network namespaces (partitions need them)."""
+NETWORK_KINDS: tuple[str, ...] = (*PARTITION_KINDS, "slow")
+"""Injected where the nodes run in network namespaces."""
+ADMIN_KINDS: tuple[str, ...] = ("reassign", "elect-leaders")
+INJECTED: tuple[str, ...] = (
+    *PROCESS_KINDS,
+    *NETWORK_KINDS,
+    *ADMIN_KINDS,
+    *ZOOKEEPER_KINDS,
+)
 NOT_INJECTED: tuple[str, ...] = tuple(kind for kind in KINDS if kind not in INJECTED)
 
 
@@ -63,6 +89,9 @@ class Injected:
     error: str = ""
     skipped: str = ""
     """Why it was not started, when its node was already down by another fault."""
+    detail: str = ""
+    """How it was carried out, where that varies (netem or tbf; what an election or a
+    reassignment answered)."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -72,6 +101,7 @@ class Injected:
             "healed_at": self.healed,
             "error": self.error,
             "skipped": self.skipped,
+            "detail": self.detail,
         }
 
 
@@ -115,18 +145,31 @@ class Injector:
     node running and none stopped, whatever happened."""
 
     def __init__(
-        self, cluster: ProcessCluster, zookeeper: bool, network: Network | None = None
+        self,
+        cluster: ProcessCluster,
+        zookeeper: bool,
+        network: Network | None = None,
+        servers: str = "",
+        topic: str = "chaos",
     ) -> None:
         self.cluster, self.zookeeper, self.network = cluster, zookeeper, network
+        self.servers = servers or cluster.bootstrap
+        """The clients' bootstrap servers, for the admin operations."""
+        self.topic = topic
         self.done: list[Injected] = []
         self._active: dict[int, Injected] = {}  # id(fault) -> its record
         self._paused: set[int] = set()
+        self._zookeeper_paused: int | None = None
+        self._assignment: dict[int, list[int]] = {}
+        self._slowed: set[int] = set()
 
     def start(self, fault: Fault, now: float) -> None:
         if fault.kind not in INJECTED:
             raise ValueError(f"{fault.kind} cannot be injected yet")
-        if fault.kind in PARTITION_KINDS and self.network is None:
+        if fault.kind in NETWORK_KINDS and self.network is None:
             raise ValueError(f"{fault.kind} needs the nodes in network namespaces")
+        if fault.kind in ZOOKEEPER_KINDS and not self.zookeeper:
+            raise ValueError(f"{fault.kind} needs ZooKeeper mode")
         record = Injected(fault)
         self.done.append(record)
         self._active[id(fault)] = record
@@ -134,6 +177,11 @@ class Injector:
             if fault.kind in PARTITION_KINDS:
                 assert self.network is not None
                 self.network.cut(fault.links)
+                record.started = now
+                return
+            if fault.kind not in (*PROCESS_KINDS, "slow"):
+                record.nodes = fault.targets
+                record.detail = self._start_other(fault)
                 record.started = now
                 return
             nodes = fault.targets
@@ -161,6 +209,13 @@ class Injector:
                     return
                 if self.cluster.pid(node) is None:
                     raise RuntimeError(f"node {node} is not running")
+                if fault.kind == "slow":
+                    assert self.network is not None
+                    params = dict(fault.params)
+                    record.detail = operations.slow(self.network, node, params)
+                    self._slowed.add(node)
+                    record.started = now
+                    return
                 if fault.kind == "pause":
                     self.cluster.signal(node, signal.SIGSTOP)
                     self._paused.add(node)
@@ -189,11 +244,50 @@ class Injector:
             if fault.kind in PARTITION_KINDS:
                 assert self.network is not None
                 self.network.heal(fault.links)
-            for node in record.nodes:
-                self._revive(node)
+            elif fault.kind == "slow":
+                assert self.network is not None
+                for node in record.nodes:
+                    netns.unslow(self.network, node)
+                    self._slowed.discard(node)
+            elif fault.kind not in PROCESS_KINDS:
+                record.detail += "; heal: " + self._heal_other(fault)
+            else:
+                for node in record.nodes:
+                    self._revive(node)
             record.healed = now
         except Exception as exc:
             record.error = f"heal: {exc}"
+
+    def _start_other(self, fault: Fault) -> str:
+        """A ZooKeeper fault or an admin operation started; what it did."""
+        if fault.kind in ZOOKEEPER_KINDS:
+            if fault.kind == "pause-zookeeper":
+                self._zookeeper_paused = self.cluster.zookeeper.pid()
+            return operations.zookeeper_down(self.cluster, fault.kind)
+        if fault.kind == "elect-leaders":
+            return operations.elect_preferred(self.servers, self.topic)
+        first = operations.replicas(self.servers, self.topic)
+        try:
+            done = operations.reassign(
+                self.servers, self.topic, operations.rotated(first)
+            )
+        except operations.RefusedError as refused:
+            self._assignment = {}
+            return f"refused: {refused}"
+        self._assignment = first
+        return done
+
+    def _heal_other(self, fault: Fault) -> str:
+        if fault.kind in ZOOKEEPER_KINDS:
+            pid, self._zookeeper_paused = self._zookeeper_paused, None
+            operations.zookeeper_up(self.cluster, fault.kind, pid)
+            return "ZooKeeper's server running again"
+        if fault.kind == "elect-leaders":
+            return operations.elect_preferred(self.servers, self.topic)
+        if not self._assignment:
+            return "nothing was moved"
+        first, self._assignment = self._assignment, {}
+        return operations.reassign(self.servers, self.topic, first)
 
     def _revive(self, node: int) -> None:
         if node in self._paused:
@@ -215,6 +309,10 @@ class Injector:
             self.network.heal()
         for node in list(self._paused):
             self._revive(node)
+        if self.zookeeper:
+            pid, self._zookeeper_paused = self._zookeeper_paused, None
+            operations.zookeeper_up(self.cluster, "pause-zookeeper", pid)
+            operations.zookeeper_up(self.cluster, "kill-zookeeper", None)
         for node in self.cluster.node_ids:
             if self.cluster.pid(node) is None:
                 self.cluster.start(node, wait=False)

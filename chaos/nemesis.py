@@ -19,6 +19,8 @@ The faults, each as started and as healed:
 - ``elect-leaders``: a preferred leader election, mid-fault only; another once whole.
 - ``broker-add``: start a broker with a new id; shut it down and unregister it.
 - ``broker-remove``: shut a broker down and unregister it; start it again.
+- ``kill-zookeeper``, ``pause-zookeeper`` (ZooKeeper mode): SIGKILL or SIGSTOP
+  ZooKeeper's server; start it again on its data, or SIGCONT.
 
 The rules a schedule keeps, so each run tests safety under faults rather than an
 unavailable cluster (an unavailable quorum is allowed with ``allow_quorum_loss``):
@@ -62,6 +64,8 @@ KINDS: tuple[str, ...] = (
     "elect-leaders",
     "broker-add",
     "broker-remove",
+    "kill-zookeeper",
+    "pause-zookeeper",
 )
 GROUPS: dict[str, tuple[str, ...]] = {
     "all": KINDS,
@@ -69,11 +73,16 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "process": ("kill", "pause", "kill-active-controller"),
     "membership": ("broker-add", "broker-remove"),
     "admin": ("reassign", "elect-leaders"),
+    "zookeeper": ("kill-zookeeper", "pause-zookeeper"),
 }
+ZOOKEEPER_KINDS = GROUPS["zookeeper"]
 MID_FAULT = frozenset({"reassign", "elect-leaders"})
 NODE_FAULTS = frozenset({"kill", "pause", "disk-full", "broker-remove"})
 ACTIVE_CONTROLLER = -1
 """The target of ``kill-active-controller``: resolved when the fault starts."""
+ZOOKEEPER = -2
+"""The target of the ZooKeeper kinds: ZooKeeper's server, not a node of the cluster
+(one fault on it at a time, as on a node)."""
 
 
 def parse_faults(text: str) -> tuple[str, ...]:
@@ -250,6 +259,8 @@ def _draw(
         return Fault(start, heal, kind, (node,), (), params)
     if kind == "kill-active-controller":
         return Fault(start, heal, kind, (ACTIVE_CONTROLLER,))
+    if kind in ZOOKEEPER_KINDS:
+        return Fault(start, heal, kind, (ZOOKEEPER,))
     if kind == "broker-add":
         return Fault(start, heal, kind, (max(nodes) + 1,))
     if kind in ("reassign", "elect-leaders"):

@@ -15,7 +15,9 @@ the namespace's ``local`` table is looked up after the rules (preference 100 ins
 symmetric cut both.
 
 A slow or lossy link is ``tc netem`` on a node's ``eth0``, where the kernel has the
-netem qdisc; :func:`netem_available` says whether it does.
+netem qdisc (:func:`netem_available` says whether it does); where it lacks it,
+:func:`slow` shapes the node's egress with ``tc tbf`` instead (a token bucket, in every
+kernel: a slow link that delays by queueing, and drops what waited too long).
 
 :func:`unavailable` says why namespaces cannot be made here (not root, no ``ip``, the
 kernel refuses) or None; the runner then falls back to ``minikafka.net.FaultProxies``
@@ -247,6 +249,49 @@ class Network:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+TBF_RATE = "512kbit"
+"""A slow link's rate where the kernel lacks netem: below what a node's replication
+and client traffic in a chaos run needs, so its queue fills and packets wait."""
+
+
+def tbf_commands(layout: Layout, node: int, delay_ms: float) -> list[list[str]]:
+    """``node``'s egress shaped by a token bucket (``tc tbf``, in every kernel), the
+    fallback for a slow link without netem: :data:`TBF_RATE`, and packets queued up to
+    ``delay_ms`` (at least 50 ms) before the queue drops them. It delays by queueing
+    (more when the node sends more), not by a fixed latency as netem would."""
+    latency = max(delay_ms, 50.0)
+    return [
+        ["ip", "netns", "exec", layout.namespace(node), "tc", "qdisc", "replace",
+         "dev", "eth0", "root", "tbf", "rate", TBF_RATE, "burst", "16kbit",
+         "latency", f"{latency:.0f}ms"],
+    ]  # fmt: skip
+
+
+def unshape_commands(layout: Layout, node: int) -> list[list[str]]:
+    """``node``'s egress back to the default qdisc."""
+    return [
+        ["ip", "netns", "exec", layout.namespace(node), "tc", "qdisc", "del", "dev",
+         "eth0", "root"],
+    ]  # fmt: skip
+
+
+def slow(
+    network: Network, node: int, delay_ms: float, jitter_ms: float, loss_percent: float
+) -> str:
+    """Slow ``node``'s link: ``tc netem`` where the kernel has it, else ``tc tbf``;
+    returns which (``"netem"`` or ``"tbf"``), for the run's notes."""
+    layout = network.layout
+    if netem_available(network, node):
+        _run(netem_commands(layout, node, delay_ms, jitter_ms, loss_percent))
+        return "netem"
+    _run(tbf_commands(layout, node, delay_ms))
+    return "tbf"
+
+
+def unslow(network: Network, node: int) -> None:
+    _run(unshape_commands(network.layout, node))
 
 
 def netem_available(network: Network, node: int) -> bool:

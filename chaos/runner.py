@@ -36,9 +36,10 @@ from minikafka.trace import read_trace
 
 from . import timeline
 from .checker import ANOMALY_KINDS, AnomalyKind, check
-from .faults import INJECTED, NOT_INJECTED, PROCESS_KINDS, Injector
+from .churn import TopicChurn
+from .faults import INJECTED, NETWORK_KINDS, NOT_INJECTED, PROCESS_KINDS, Injector
 from .history import Op, encode_final_state, format_history
-from .nemesis import PARTITION_KINDS, Options, Topology, schedule
+from .nemesis import ZOOKEEPER_KINDS, Options, Topology, schedule
 from .netcluster import bootstrap, place
 from .netns import Network
 from .traces import TRACE_ANOMALY_KINDS, TraceAnomaly, check_traces, kept_records
@@ -73,37 +74,45 @@ class RunOptions:
     consumers: int = 2
     clients: tuple[str, ...] = (CLIENT,)
     """The producers' clients, taken in turn (:data:`~.workload.CLIENTS`)."""
+    churn: float = 0.0
+    """Seconds between topic churn cycles (:mod:`chaos.churn`: a topic created,
+    written and deleted); 0: none."""
 
 
 def injectable(no_namespaces: str | None) -> tuple[str, ...]:
-    """The kinds a run injects here: partitions only where namespaces can be made
-    (``no_namespaces`` is why not, or None)."""
-    return PROCESS_KINDS if no_namespaces is not None else INJECTED
+    """The kinds a run injects here: partitions and slow links only where namespaces
+    can be made (``no_namespaces`` is why not, or None)."""
+    if no_namespaces is None:
+        return INJECTED
+    return tuple(kind for kind in INJECTED if kind not in NETWORK_KINDS)
 
 
-def refused(faults: Sequence[str], no_namespaces: str | None = None) -> str | None:
+def refused(
+    faults: Sequence[str], no_namespaces: str | None = None, mode: str = "kraft"
+) -> str | None:
     """Why a run cannot inject ``faults``, or None if it can (``no_namespaces``: why
     network namespaces cannot be made here, or None if they can)."""
+    if mode != "zk" and any(kind in ZOOKEEPER_KINDS for kind in faults):
+        return f"{', '.join(ZOOKEEPER_KINDS)} need ZooKeeper mode (--mode zk)"
     missing = [kind for kind in faults if kind in NOT_INJECTED]
     if no_namespaces is not None:
-        missing += [kind for kind in faults if kind in PARTITION_KINDS]
+        missing += [kind for kind in faults if kind in NETWORK_KINDS]
     if not missing:
         return None
     why = (
-        f"; partitions need network namespaces: {no_namespaces}"
+        f"; partitions and slow links need network namespaces: {no_namespaces}"
         if no_namespaces is not None
         else ""
     )
     return (
         f"cannot inject {', '.join(missing)} yet (injected here: "
-        f"{', '.join(injectable(no_namespaces))}; slow links (no netem qdisc), a full "
-        "disk, admin operations and membership changes are scheduled by the nemesis "
-        f"but not carried out{why})"
+        f"{', '.join(injectable(no_namespaces))}; a full disk and membership changes "
+        f"are scheduled by the nemesis but not carried out{why})"
     )
 
 
 def needs_network(faults: Sequence[str]) -> bool:
-    return any(kind in PARTITION_KINDS for kind in faults)
+    return any(kind in NETWORK_KINDS for kind in faults)
 
 
 def _cluster(root: Path, opts: RunOptions) -> ProcessCluster:
@@ -167,14 +176,14 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
     if network is not None:
         place(cluster, network)
         servers = bootstrap(cluster, network)
-    injector = Injector(cluster, zookeeper, network)
+    injector = Injector(cluster, zookeeper, network, servers, TOPIC)
     notes: list[str] = []
     try:
         cluster.up(timeout=120.0)
         _create_topic(servers, opts.partitions)
         if not _whole(servers, opts.partitions, time.monotonic() + 60):
             notes.append("the topic was not fully in sync before the faults began")
-        workers: list[Producer | GroupConsumer] = [
+        workers: list[Producer | GroupConsumer | TopicChurn] = [
             Producer(
                 p,
                 servers,
@@ -189,6 +198,9 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
             GroupConsumer(100 + c, servers, TOPIC, GROUP, recorder)
             for c in range(opts.consumers)
         ]
+        if opts.churn > 0:
+            churn = TopicChurn(200, servers, f"{TOPIC}-churn", recorder, opts.churn)
+            workers.append(churn)
         for worker in workers:
             worker.start()
         began = time.monotonic()
@@ -254,7 +266,9 @@ def _summary(
 ) -> list[str]:
     links = (
         "link faults: partitions injected, each node in a network namespace "
-        f"({network.layout.prefix}*, 10.{network.layout.subnet}.0.0/24); slow links not"
+        f"({network.layout.prefix}*, 10.{network.layout.subnet}.0.0/24); slow links "
+        "by tc netem, or tc tbf where the kernel lacks netem (each slow fault's line "
+        "says which)"
         if network is not None
         else "link faults: none requested (partitions need --faults naming them)"
     )
@@ -274,7 +288,7 @@ def _summary(
         counts_ = f"{kinds[kind]:>8} {skipped[kind]:>8} {errors[kind]:>8}"
         lines.append(f"{kind:<24} {counts_}")
     lines += ["", f"{'operation':<12} {'ok':>8} {'failed':>8} {'unknown':>8}"]
-    for kind in ("send", "poll", "commit"):
+    for kind in ("send", "poll", "commit", "create_topic", "delete_topic"):
         outcomes = Counter(op.outcome for op in history if op.kind == kind)
         lines.append(
             f"{kind:<12} {outcomes['ok']:>8} {outcomes['failed']:>8} {outcomes['unknown']:>8}"
@@ -284,6 +298,10 @@ def _summary(
     traced_counts = Counter(a.kind for a in traced)
     lines += [f"{kind:<20} {traced_counts[kind]}" for kind in TRACE_ANOMALY_KINDS]
     for record in injector.done:
+        if record.detail:
+            lines.append(
+                f"fault {record.fault.kind} at {record.fault.start}s: {record.detail}"
+            )
         if record.skipped:
             lines.append(
                 f"fault {record.fault.kind} at {record.fault.start}s skipped: {record.skipped}"

@@ -1,7 +1,8 @@
 """The workloads: real clients writing a chaos run's history (:mod:`chaos.history`).
 
-- :class:`Producer`: an idempotent ``acks=all`` producer, confluent-kafka's (librdkafka)
-  or minikafka's own (``minikafka.client.Producer``, confluent-kafka's API),
+- :class:`Producer`: an idempotent ``acks=all`` producer, confluent-kafka's (librdkafka),
+  minikafka's own (``minikafka.client.Producer``, confluent-kafka's API) or
+  kafka-python's (:mod:`chaos.kafka_python`),
   writing unique integer values round robin to every partition of the topic, one
   ``send`` per record: invoked when handed to the client, completed when its delivery
   report arrives, ``ok`` with the offset the acknowledgement gave; ``unknown`` on any
@@ -45,10 +46,12 @@ from minikafka.client import Message as MinikafkaMessage
 from minikafka.client import Producer as MinikafkaProducer
 
 from .history import Op, Record, TopicPartition
+from .kafka_python import Delivered, DeliveryError, KafkaPythonProducer
 
 CLIENT = "confluent-kafka"
 MINIKAFKA = "minikafka"
-CLIENTS = (CLIENT, MINIKAFKA)
+KAFKA_PYTHON = "kafka-python"
+CLIENTS = (CLIENT, MINIKAFKA, KAFKA_PYTHON)
 
 
 class Recorder:
@@ -143,8 +146,10 @@ class Producer(_Worker):
         # again with new sequence numbers, duplicates the broker cannot tell apart (a
         # client's limit the first runs, with 20 s, met: chaos/README.md).
         timeout = 120_000
-        self._client: KafkaProducer | MinikafkaProducer
-        if client == MINIKAFKA:
+        self._client: KafkaProducer | MinikafkaProducer | KafkaPythonProducer
+        if client == KAFKA_PYTHON:
+            self._client = KafkaPythonProducer(bootstrap, timeout)
+        elif client == MINIKAFKA:
             self._client = MinikafkaProducer({**common, "delivery.timeout.ms": timeout})
         else:
             self._client = KafkaProducer(
@@ -155,8 +160,8 @@ class Producer(_Worker):
         self._pending[value] = (partition, invoke)
 
         def delivered(
-            error: KafkaError | MinikafkaError | None,
-            message: Message | MinikafkaMessage,
+            error: KafkaError | MinikafkaError | DeliveryError | None,
+            message: Message | MinikafkaMessage | Delivered,
         ) -> None:
             self._complete(value, error, message)
 
@@ -174,8 +179,8 @@ class Producer(_Worker):
     def _complete(
         self,
         value: int,
-        error: KafkaError | MinikafkaError | None,
-        message: Message | MinikafkaMessage,
+        error: KafkaError | MinikafkaError | DeliveryError | None,
+        message: Message | MinikafkaMessage | Delivered,
     ) -> None:
         partition, invoke = self._pending.pop(value)
         if error is None:

@@ -64,18 +64,31 @@ def test_a_run_refuses_faults_it_cannot_inject_rather_than_pretend(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit) as exited:
-        main(["run", "--seed", "1", "--faults", "kill,slow", "--out", str(tmp_path)])
+        main(
+            ["run", "--seed", "1", "--faults", "kill,disk-full", "--out", str(tmp_path)]
+        )
     assert exited.value.code == 2
     error = capsys.readouterr().err
-    assert "cannot inject slow" in error
-    assert "slow links (no netem qdisc)" in error
+    assert "cannot inject disk-full" in error
+    assert "a full disk and membership changes are scheduled" in error
     assert not any(tmp_path.iterdir())  # no cluster laid out
 
 
-def test_partitions_are_refused_where_network_namespaces_cannot_be_made() -> None:
-    why = refused(("kill", "partition-halves"), "network namespaces need root")
+def test_zookeeper_faults_are_refused_outside_zookeeper_mode() -> None:
+    why = refused(("kill", "kill-zookeeper"), None, "kraft")
     assert why is not None
-    assert "cannot inject partition-halves" in why
-    assert "injected here: kill, pause, kill-active-controller;" in why
-    assert "partitions need network namespaces: network namespaces need root" in why
-    assert refused(("kill", "partition-halves"), None) is None
+    assert "need ZooKeeper mode" in why
+    assert refused(("kill", "kill-zookeeper", "pause-zookeeper"), None, "zk") is None
+
+
+def test_partitions_and_slow_links_are_refused_where_network_namespaces_cannot_be_made() -> (
+    None
+):
+    why = refused(("kill", "partition-halves", "slow"), "network namespaces need root")
+    assert why is not None
+    assert "cannot inject partition-halves, slow" in why
+    assert "injected here: kill, pause, kill-active-controller, reassign," in why
+    assert (
+        "partitions and slow links need network namespaces: network namespaces " in why
+    )
+    assert refused(("kill", "partition-halves", "slow"), None) is None

@@ -6,6 +6,7 @@ cuts the links its name says."""
 from __future__ import annotations
 
 import io
+import itertools
 import json
 import random
 
@@ -19,6 +20,7 @@ from chaos.nemesis import (
     KINDS,
     MID_FAULT,
     NODE_FAULTS,
+    ZOOKEEPER,
     Fault,
     Options,
     Schedule,
@@ -177,3 +179,24 @@ def test_one_way_drops_one_direction_only() -> None:
     links, _ = cut("one-way", NODES, random.Random(5))
     assert links
     assert not any((b, a) in links for a, b in links)
+
+
+def test_zookeeper_faults_target_zookeepers_server_one_at_a_time() -> None:
+    drawn = schedule(7, ZK, Options(duration=300, faults=parse_faults("zookeeper")))
+    assert drawn.faults
+    assert {f.kind for f in drawn.faults} <= {"kill-zookeeper", "pause-zookeeper"}
+    assert all(f.targets == (ZOOKEEPER,) for f in drawn.faults)
+    ordered = sorted(drawn.faults, key=lambda f: f.start)
+    assert all(a.heal <= b.start for a, b in itertools.pairwise(ordered))
+
+
+def test_adding_kinds_leaves_the_schedules_of_the_kinds_named_unchanged() -> None:
+    """The ZooKeeper kinds came after the others in KINDS: a seed's schedule over the
+    process kinds and partitions (make test's runs, the reported runs) is the same."""
+    faults = parse_faults("kill,pause,kill-active-controller,partition")
+    drawn = schedule(10, ZK, Options(duration=120, faults=faults))
+    assert [f.kind for f in drawn.faults][:3] == [
+        "pause",
+        "pause",
+        "kill-active-controller",
+    ]
