@@ -365,7 +365,8 @@ def render_security(marks: Iterable[SecurityMark]) -> str:
         lines.append(f"| {protocol} | {mechanism} | " + " | ".join(row) + " |")
     lines += [
         "",
-        "✓: a test produces and consumes with that client there; –: no test.",
+        "✓: a test produces with that client there and consumes what it wrote in a"
+        " consumer group (subscribe, the group's assignment, a commit); –: no test.",
         "",
     ]
     for client in SECURITY_CLIENTS:

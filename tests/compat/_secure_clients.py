@@ -5,8 +5,9 @@ A :class:`Secured` says how to reach a listener in client-neutral terms (the sec
 protocol, the CA, a client certificate for mTLS, a SASL mechanism and its user);
 each ``*_round_trip`` turns it into that client's own configuration, produces
 :data:`COUNT` values to partition 0 of a topic, reads them back, and returns what it
-read, so a test asserts ``== values(topic)``. minikafka's own client reads them in a
-consumer group (subscribe, the group's assignment, a commit).
+read, so a test asserts ``== values(topic)``. Every client reads them in a consumer
+group named after the topic (subscribe, the group's assignment, every record, a commit),
+and each round trip checks that the group's committed offset is then :data:`COUNT`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import Any
 
 import attrs
 from confluent_kafka import Consumer, Producer, TopicPartition
+
+from minikafka.common.testing import GROUP_POLL_MS
 
 COUNT = 30
 TIMEOUT = 30.0
@@ -66,34 +69,68 @@ def librdkafka_config(s: Secured) -> dict[str, Any]:
     return config
 
 
+def _committed(config: dict[str, Any], group: str, topic: str) -> int:
+    """The offset ``group`` committed for partition 0 of ``topic``, read with
+    OffsetFetch by a consumer that does not join (``committed`` does not subscribe)."""
+    reader = Consumer({**config, "group.id": group, "enable.auto.commit": False})
+    try:
+        [tp] = reader.committed([TopicPartition(topic, 0)], timeout=TIMEOUT)
+        return int(tp.offset)
+    finally:
+        reader.close()
+
+
 def confluent_round_trip(s: Secured, topic: str) -> list[bytes]:
+    """confluent-kafka's Producer, then a Consumer in group ``topic`` (subscribe,
+    assignment from the group, a synchronous commit of what it read)."""
     config = {"bootstrap.servers": s.bootstrap, **librdkafka_config(s)}
     producer = Producer(config)
     for value in values(topic):
         producer.produce(topic, value, partition=0)
     assert producer.flush(TIMEOUT) == 0
-    consumer = Consumer({**config, "group.id": topic, "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, 0, 0)])
+    consumer = Consumer(
+        {
+            **config,
+            "group.id": topic,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     got: list[bytes] = []
-    deadline = time.monotonic() + TIMEOUT
-    while len(got) < COUNT and time.monotonic() < deadline:
-        message = consumer.poll(1.0)
-        if message is not None and message.error() is None:
-            got.append(message.value() or b"")
-    consumer.close()
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + TIMEOUT
+        while len(got) < COUNT and time.monotonic() < deadline:
+            message = consumer.poll(1.0)
+            if message is not None and message.error() is None:
+                got.append(message.value() or b"")
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()  # LeaveGroup
+    assert _committed(config, topic, topic) == COUNT
     return got
 
 
 def kcat_round_trip(s: Secured, topic: str) -> list[bytes]:
-    flags = [a for k, v in librdkafka_config(s).items() for a in ("-X", f"{k}={v}")]
-    base = ["kcat", "-b", s.bootstrap, *flags, "-t", topic]
+    """kcat produces, then consumes as a member of group ``topic`` (``-G``: librdkafka's
+    KafkaConsumer, which auto-commits and commits again as it closes) until it has read
+    :data:`COUNT` records."""
+    config = librdkafka_config(s)
+    flags = [a for k, v in config.items() for a in ("-X", f"{k}={v}")]
+    base = ["kcat", "-b", s.bootstrap, *flags]
     stdin = b"\n".join(values(topic)) + b"\n"
-    subprocess.run([*base, "-P", "-p", "0"], input=stdin, check=True, timeout=TIMEOUT)
+    subprocess.run(
+        [*base, "-t", topic, "-P", "-p", "0"], input=stdin, check=True, timeout=TIMEOUT
+    )
+    group = ["-X", "auto.offset.reset=earliest", "-c", str(COUNT), "-q", "-G", topic]
     result = subprocess.run(
-        [*base, "-C", "-p", "0", "-o", "beginning", "-e", "-q"],
+        [*base, *group, topic],
         capture_output=True,
         check=True,
         timeout=TIMEOUT,
+    )
+    assert (
+        _committed({"bootstrap.servers": s.bootstrap, **config}, topic, topic) == COUNT
     )
     return result.stdout.splitlines()
 
@@ -113,6 +150,8 @@ def _python_client_config(s: Secured) -> dict[str, Any]:
 
 
 def kafka_python_round_trip(s: Secured, topic: str) -> list[bytes]:
+    """kafka-python's KafkaProducer, then a KafkaConsumer in group ``topic``
+    (subscribe, assignment from the group, a synchronous commit of what it read)."""
     from kafka import KafkaConsumer, KafkaProducer
     from kafka import TopicPartition as KafkaPythonTopicPartition
 
@@ -127,21 +166,32 @@ def kafka_python_round_trip(s: Secured, topic: str) -> list[bytes]:
     assert [f.get(TIMEOUT).offset for f in futures] == list(range(COUNT))
     producer.close()
     consumer = KafkaConsumer(
-        bootstrap_servers=s.bootstrap, enable_auto_commit=False, **config
+        bootstrap_servers=s.bootstrap,
+        group_id=topic,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        **config,
     )
     tp = KafkaPythonTopicPartition(topic, 0)
-    consumer.assign([tp])
-    consumer.seek_to_beginning(tp)
     got: list[bytes] = []
-    deadline = time.monotonic() + TIMEOUT
-    while len(got) < COUNT and time.monotonic() < deadline:
-        for records in consumer.poll(timeout_ms=1000).values():
-            got.extend(record.value for record in records)
-    consumer.close()
+    try:
+        consumer.subscribe([topic])
+        deadline = time.monotonic() + TIMEOUT
+        while len(got) < COUNT and time.monotonic() < deadline:
+            # GROUP_POLL_MS, not a shorter poll: a JoinGroup-SyncGroup round that
+            # outlasts a poll can be lost by kafka-python (COMPAT.md, groups).
+            for records in consumer.poll(timeout_ms=GROUP_POLL_MS).values():
+                got.extend(record.value for record in records)
+        consumer.commit()
+        assert consumer.committed(tp) == COUNT
+    finally:
+        consumer.close()  # LeaveGroup
     return got
 
 
 def aiokafka_round_trip(s: Secured, topic: str) -> list[bytes]:
+    """aiokafka's producer, then an AIOKafkaConsumer in group ``topic`` (subscribe,
+    assignment from the group, a commit of what it read)."""
     from aiokafka import (  # type: ignore[import-untyped]
         AIOKafkaConsumer,
         AIOKafkaProducer,
@@ -166,20 +216,25 @@ def aiokafka_round_trip(s: Secured, topic: str) -> list[bytes]:
         finally:
             await producer.stop()
         consumer = AIOKafkaConsumer(
-            bootstrap_servers=s.bootstrap, enable_auto_commit=False, **config
+            bootstrap_servers=s.bootstrap,
+            group_id=topic,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            **config,
         )
         await consumer.start()
         got: list[bytes] = []
         try:
             tp = AioTp(topic, 0)
-            consumer.assign([tp])
-            await consumer.seek_to_beginning(tp)
+            consumer.subscribe([topic])
             async with asyncio.timeout(TIMEOUT):
                 while len(got) < COUNT:
-                    batch = await consumer.getmany(tp, timeout_ms=1000)
+                    batch = await consumer.getmany(timeout_ms=1000)
                     got.extend(r.value for r in batch.get(tp, []))
+                await consumer.commit()
+                assert await consumer.committed(tp) == COUNT
         finally:
-            await consumer.stop()
+            await consumer.stop()  # LeaveGroup
         return got
 
     return asyncio.run(scenario())

@@ -1,7 +1,7 @@
 """Real clients over SASL: confluent-kafka, kcat, kafka-python, aiokafka and minikafka's
 own client authenticate with PLAIN and SCRAM-SHA-256/512 (and librdkafka with unsecured
-OAUTHBEARER tokens) on SASL_PLAINTEXT and SASL_SSL listeners, then produce and consume,
-and read back what they wrote.
+OAUTHBEARER tokens) on SASL_PLAINTEXT and SASL_SSL listeners, then produce, and read
+back what they wrote as a member of a consumer group that commits what it read.
 
 A wrong password, an unknown user and a mechanism the listener does not enable are
 refused with Kafka's errors (the client says which); the broker logs each failed
@@ -44,6 +44,7 @@ from tests.compat._secure_clients import (
     minikafka_round_trip,
     values,
 )
+from tests.compat.conftest import GROUP_OVERRIDES
 
 pytestmark = pytest.mark.external
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}
@@ -72,6 +73,7 @@ def sasl_process(
     ports = dict(zip(names, free_ports(len(names)), strict=True))
     users = " ".join(f'user_{user}="{password}"' for user, password in USERS.items())
     overrides = {
+        **GROUP_OVERRIDES,  # each round trip joins a group of its own
         "listeners": ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items()),
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:"
         "SASL_PLAINTEXT,SASL_SSL:SASL_SSL,ONLYPLAIN:SASL_PLAINTEXT,"
@@ -133,7 +135,7 @@ def librdkafka(
 @pytest.mark.parametrize(
     "mechanism", ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
 )
-def test_confluent_kafka_authenticates_produces_and_consumes(
+def test_confluent_kafka_authenticates_produces_and_consumes_in_a_group(
     addresses: dict[str, str],
     pki: ThrowawayPki,
     listener: str,
@@ -220,7 +222,7 @@ def test_the_java_client_authenticates_with_every_other_mechanism_in_one_jvm(
     shutil.which("kcat") is None, reason="kcat is installed by make test"
 )
 @pytest.mark.parametrize("listener", SASL_LISTENERS)
-def test_kcat_authenticates_with_plain_produces_and_consumes(
+def test_kcat_authenticates_with_plain_produces_and_consumes_in_a_group(
     addresses: dict[str, str],
     pki: ThrowawayPki,
     listener: str,
@@ -236,7 +238,7 @@ def test_kcat_authenticates_with_plain_produces_and_consumes(
 @pytest.mark.compat("SaslAuthenticate", "kafka-python")
 @pytest.mark.parametrize("listener", SASL_LISTENERS)
 @pytest.mark.parametrize("mechanism", PASSWORD_MECHANISMS)
-def test_kafka_python_authenticates_produces_and_consumes(
+def test_kafka_python_authenticates_produces_and_consumes_in_a_group(
     addresses: dict[str, str],
     pki: ThrowawayPki,
     listener: str,
@@ -253,7 +255,7 @@ def test_kafka_python_authenticates_produces_and_consumes(
 @pytest.mark.compat("SaslAuthenticate", "aiokafka")
 @pytest.mark.parametrize("listener", SASL_LISTENERS)
 @pytest.mark.parametrize("mechanism", PASSWORD_MECHANISMS)
-def test_aiokafka_authenticates_produces_and_consumes(
+def test_aiokafka_authenticates_produces_and_consumes_in_a_group(
     addresses: dict[str, str],
     pki: ThrowawayPki,
     listener: str,

@@ -1,7 +1,7 @@
 """Real clients over TLS: kcat, confluent-kafka, kafka-python, aiokafka and minikafka's
-own client produce and consume through a broker's ``SSL`` listener (server
-authentication only) and its mTLS listener (``ssl.client.auth=required``), and what
-they read back is what they wrote.
+own client produce through a broker's ``SSL`` listener (server authentication only)
+and its mTLS listener (``ssl.client.auth=required``), and what each reads back as a
+member of a consumer group (which then commits) is what it wrote.
 
 The broker also keeps a PLAINTEXT listener. A plaintext client on a TLS port, a TLS
 client on the plaintext port, and clients with an expired or untrusted certificate on
@@ -33,6 +33,7 @@ from tests.compat._secure_clients import (
     minikafka_round_trip,
     values,
 )
+from tests.compat.conftest import GROUP_OVERRIDES
 
 pytestmark = pytest.mark.external
 
@@ -57,6 +58,7 @@ def tls_process(
     listeners; the bootstrap address of each, by name."""
     ports = dict(zip(("PLAINTEXT", "SSL", "MTLS"), free_ports(3), strict=True))
     overrides = {
+        **GROUP_OVERRIDES,  # each round trip joins a group of its own
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,MTLS:SSL",
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": str(pki.server.keystore),
@@ -113,14 +115,15 @@ ROUND_TRIPS = {
     "client", ["confluent-kafka", "kafka-python", "aiokafka", "minikafka"]
 )
 @pytest.mark.parametrize("listener", LISTENERS)
-def test_each_client_produces_and_consumes_over_tls(
+def test_each_client_produces_and_consumes_in_a_group_over_tls(
     tls_broker: dict[str, str],
     pki: ThrowawayPki,
     listener: str,
     client: str,
     request: pytest.FixtureRequest,
 ) -> None:
-    """What each client wrote over TLS (and mTLS) it reads back, in order."""
+    """What each client wrote over TLS (and mTLS) it reads back, in order, as a
+    member of a consumer group that then commits what it read."""
     topic = unique_name(request, f"tls-{client}-")
     round_trip = ROUND_TRIPS[client]
     assert round_trip(secured(tls_broker, pki, listener), topic) == values(topic)
@@ -145,7 +148,7 @@ def test_the_java_client_produces_and_consumes_in_a_group_over_tls(
     shutil.which("kcat") is None, reason="kcat is installed by make test"
 )
 @pytest.mark.parametrize("listener", LISTENERS)
-def test_kcat_produces_and_consumes_over_tls(
+def test_kcat_produces_and_consumes_in_a_group_over_tls(
     tls_broker: dict[str, str],
     pki: ThrowawayPki,
     listener: str,

@@ -11,7 +11,7 @@ import typer
 
 from minikafka.client import AsyncAdminClient, ElectionType
 
-from ._cli_common import BootstrapServer
+from ._cli_common import BootstrapServer, CommandConfig
 from ._cli_common import run_tool as _run_tool
 from ._cli_common import usage as _usage
 from ._connection import ToolError
@@ -62,6 +62,7 @@ def reassign_partitions(
             "replicas (KIP-860)",
         ),
     ] = False,
+    command_config: CommandConfig = None,
 ) -> None:
     """Move partitions' replicas between brokers (kafka-reassign-partitions.sh)."""
     actions = {"--generate": generate, "--execute": execute, "--verify": verify}
@@ -119,7 +120,7 @@ def reassign_partitions(
             names = ",".join(f"{t}-{p}" for t, p in cancelled)
             print(f"Successfully cancelled partition reassignments for: {names}")
 
-    _run_tool(run, bootstrap_server, "minikafka-reassign-partitions")
+    _run_tool(run, bootstrap_server, "minikafka-reassign-partitions", command_config)
 
 
 def leader_election(
@@ -137,6 +138,7 @@ def leader_election(
     ] = False,
     topic: Annotated[str | None, typer.Option("--topic")] = None,
     partition: Annotated[int | None, typer.Option("--partition")] = None,
+    command_config: CommandConfig = None,
 ) -> None:
     """Move leadership back to each partition's preferred replica, or give a leaderless
     partition a leader (kafka-leader-election.sh)."""
@@ -166,5 +168,7 @@ def leader_election(
             print(f"Error completing leader election ({kind}) for partition: {line}")
         return not failed
 
-    if not _run_tool(run, bootstrap_server, "minikafka-leader-election"):
+    if not _run_tool(
+        run, bootstrap_server, "minikafka-leader-election", command_config
+    ):
         raise typer.Exit(1)

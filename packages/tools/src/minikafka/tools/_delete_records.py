@@ -19,7 +19,7 @@ from kio.schema.errors import ErrorCode
 from minikafka.client import AsyncAdminClient, DeletedRecords, KafkaError
 from minikafka.common import TopicPartition
 
-from ._cli_common import BootstrapServer
+from ._cli_common import BootstrapServer, CommandConfig
 from ._cli_common import run_tool as _run_tool
 from ._configs import exception_name
 from ._connection import ToolError
@@ -101,6 +101,7 @@ def delete_records(
             '"version": 1}; offset -1 means the high watermark',
         ),
     ],
+    command_config: CommandConfig = None,
 ) -> None:
     """Delete each partition's records below an offset (kafka-delete-records.sh)."""
     try:
@@ -116,4 +117,4 @@ def delete_records(
         for tp in offsets:
             print(result_line(tp, outcomes[tp]))
 
-    _run_tool(run, bootstrap_server, "minikafka-delete-records")
+    _run_tool(run, bootstrap_server, "minikafka-delete-records", command_config)

@@ -28,7 +28,7 @@ from kio.schema.errors import ErrorCode
 from minikafka.client import AsyncAdminClient, KafkaException
 from minikafka.raft import QuorumInfo, format_replication, format_status
 
-from ._cli_common import run_tool, usage
+from ._cli_common import CommandConfig, run_tool, usage
 from ._connection import as_tool_error, raise_for
 
 View = Literal["status", "replication"]
@@ -105,6 +105,7 @@ quorum_app = typer.Typer(
 class _Bootstrap:
     server: str | None
     controller: str | None
+    command_config: str | None
 
 
 @quorum_app.callback()
@@ -126,11 +127,12 @@ def _quorum_group(
             help="controller(s), comma-separated; the quorum's leader answers",
         ),
     ] = None,
+    command_config: CommandConfig = None,
 ) -> None:
     """Describe the KRaft metadata quorum: its leader, voters and their replication
     (kafka-metadata-quorum.sh)."""
     # Checked by the subcommand, so that `describe --help` works without either.
-    ctx.obj = _Bootstrap(bootstrap_server, bootstrap_controller)
+    ctx.obj = _Bootstrap(bootstrap_server, bootstrap_controller, command_config)
 
 
 @quorum_app.command("describe")
@@ -168,4 +170,4 @@ def describe_command(
     async def run(cluster: AsyncAdminClient) -> str:
         return await describe(cluster, view, via_controller=via_controller)
 
-    print(run_tool(run, servers, CLIENT_ID))
+    print(run_tool(run, servers, CLIENT_ID, bootstrap.command_config))

@@ -15,7 +15,7 @@ detail.") and exit status 1.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Annotated
 
 import typer
@@ -28,7 +28,7 @@ from minikafka.client import (
     TransactionDescription,
 )
 
-from ._cli_common import run_tool
+from ._cli_common import CommandConfig, run_tool
 from ._connection import describe_failure
 
 CLIENT_ID = "minikafka-transactions"
@@ -161,10 +161,11 @@ def _transactions_group(
             help="the broker(s), comma-separated",
         ),
     ],
+    command_config: CommandConfig = None,
 ) -> None:
     """List transactions and describe a transactional id's state
     (kafka-transactions.sh)."""
-    ctx.obj = bootstrap_server
+    ctx.obj = (bootstrap_server, command_config)
 
 
 @transactions_app.command("list")
@@ -192,7 +193,7 @@ def list_command(
     async def run(cluster: AsyncAdminClient) -> str:
         return await list_table(cluster, duration_filter, transactional_id_pattern)
 
-    _print_or_fail(lambda: run_tool(run, ctx.obj, CLIENT_ID))
+    _print_or_fail(lambda: _run(ctx, run))
 
 
 @transactions_app.command("describe")
@@ -207,7 +208,16 @@ def describe_command(
     async def run(cluster: AsyncAdminClient) -> str:
         return await describe_table(cluster, transactional_id)
 
-    _print_or_fail(lambda: run_tool(run, ctx.obj, CLIENT_ID))
+    _print_or_fail(lambda: _run(ctx, run))
+
+
+def _run(
+    ctx: typer.Context, table: Callable[[AsyncAdminClient], Awaitable[str]]
+) -> str:
+    """``table`` against the cluster the group's options name, connecting as its
+    ``--command-config`` says."""
+    bootstrap_server, command_config = ctx.obj
+    return run_tool(table, bootstrap_server, CLIENT_ID, command_config)
 
 
 def _print_or_fail(table: Callable[[], str]) -> None:
