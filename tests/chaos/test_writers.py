@@ -3,10 +3,12 @@ is told apart from a broker appending one producer's sequence twice."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
+from chaos.__main__ import main
 from chaos.checker import check
-from chaos.history import Op
+from chaos.history import Op, encode_final_state, format_history
 from chaos.writers import Writer, read_writers
 from minikafka.log import build_batch, make_records
 
@@ -138,3 +140,23 @@ def test_two_producer_ids_are_not_an_epoch_bump(tmp_path: Path) -> None:
     final = {TP: ((821, 3289), (822, 3289))}
     report = check(ops, final, writers=read_writers(tmp_path, TOPIC))
     assert [a.kind for a in report.anomalies] == ["duplicate"]
+
+
+def test_check_with_the_segments_passes_a_resend_and_fails_one_sequence_twice(
+    tmp_path: Path,
+) -> None:
+    """``python -m chaos check --cluster``: the same duplicate exits 0 when its copies
+    carry two epochs, 1 when they carry one sequence twice."""
+    ops = [_send(0, 3289, 821), _send(1, 3289, 822)]
+    final = {TP: ((821, 3289), (822, 3289))}
+    (tmp_path / "history.jsonl").write_text("".join(format_history(ops)))
+    (tmp_path / "final.json").write_text(encode_final_state(final))
+    paths = [str(tmp_path / "history.jsonl"), str(tmp_path / "final.json")]
+    for name, second_epoch, status in (("bumped", 1, 0), ("twice", 0, 1)):
+        root = tmp_path / name
+        batches = [(821, [3289], 0, 308, 1), (822, [3289], second_epoch, 308, 1)]
+        _segment(root, 0, batches)
+        out = io.StringIO()
+        assert main(["check", *paths, "--cluster", str(root)], out) == status
+        kind = "duplicate_new_epoch" if status == 0 else "duplicate"
+        assert f"{kind:<20} 1" in out.getvalue()
