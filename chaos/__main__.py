@@ -1,6 +1,6 @@
 """``python -m chaos``: the chaos harness's commands.
 
-``check HISTORY FINAL [--traces DIR]`` checks a recorded history against its final
+``check HISTORY FINAL [--traces DIR] [--cluster DIR]`` checks a recorded history against its final
 state (and the run's traces) and prints each anomaly with the operations or trace
 events that show it, then a count by kind; it exits 1 if it found any.
 ``run --seed N --duration S --mode kraft|zk --controllers 1|3 [--faults K,...]
@@ -35,13 +35,15 @@ from .runner import RunOptions, needs_network, refused, run
 from .timeline import redraw
 from .traces import TRACE_ANOMALY_KINDS, check_traces, kept_records
 from .workload import CLIENT, CLIENTS
+from .writers import read_writers
 
 
 def _check(args: argparse.Namespace, out: TextIO) -> int:
     ops = parse_history(Path(args.history).read_text().splitlines())
     final = parse_final_state(Path(args.final).read_text())
     records = kept_records(read_trace(Path(args.traces))) if args.traces else []
-    report = check(ops, final, records)
+    writers = read_writers(Path(args.cluster), args.topic) if args.cluster else None
+    report = check(ops, final, records, writers)
     traced = check_traces(records, ops) if args.traces else []
     for anomaly in (*report.anomalies, *report.explained):
         ops_ = ", ".join(str(i) for i in anomaly.ops) or "-"
@@ -77,6 +79,14 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
         "final", help="the final state read back after healing (JSON)"
     )
     checking.add_argument("--traces", help="the run's trace directory")
+    checking.add_argument(
+        "--cluster",
+        help="the run's cluster directory (node-*/<topic>-<p>/*.log): the batch "
+        "headers that tell a client's re-send under a new epoch from a duplicate",
+    )
+    checking.add_argument(
+        "--topic", default="chaos", help="the topic whose segments --cluster reads"
+    )
     scheduling = commands.add_parser("schedule", help="print a seed's fault schedule")
     scheduling.add_argument("--seed", type=int, required=True)
     scheduling.add_argument("--duration", type=float, default=Options().duration)

@@ -26,6 +26,15 @@ Each rule is one of the anomalies Jepsen's analyses of Kafka-compatible systems 
   answers a fetch past its log end with OFFSET_OUT_OF_RANGE and the client resets
   (chaos/README.md, seed 103). Reported and counted with that evidence, not a failure:
   without traces, or without all of it, the commit stays a ``nonmonotonic_commit``.
+- ``duplicate_new_epoch``: a ``duplicate`` whose copies in the final log were written
+  by one producer id at as many producer epochs as there are copies: the client sent
+  the record again under a new epoch (librdkafka bumps its own epoch after an
+  OUT_OF_ORDER_SEQUENCE_NUMBER or a delivery timeout and re-sends from sequence 0,
+  chaos/README.md, seeds 3 and 111), which no broker can match to the first copy, Kafka
+  included. Reported and counted with the batch headers, not a failure: without the
+  run's segments (:mod:`chaos.writers`), or when any copy's writer is unknown or two
+  share an epoch, it stays a ``duplicate``, whose detail then names the writers (one
+  producer id, epoch and sequence twice is the broker's deduplication failing).
 - ``dirty_read``: a read returned a value that was never acknowledged and is not in the
   final log: a read past the high watermark of a record later truncated away.
 
@@ -49,6 +58,7 @@ import attrs
 from .history import FinalState, Op, TopicPartition
 from .resets import ResetEvidence
 from .traces import Record
+from .writers import Writer, Writers
 
 AnomalyKind: TypeAlias = Literal[
     "lost",
@@ -58,6 +68,7 @@ AnomalyKind: TypeAlias = Literal[
     "nonmonotonic_commit",
     "dirty_read",
     "commit_after_reset",
+    "duplicate_new_epoch",
 ]
 ANOMALY_KINDS: tuple[AnomalyKind, ...] = (
     "lost",
@@ -67,6 +78,7 @@ ANOMALY_KINDS: tuple[AnomalyKind, ...] = (
     "nonmonotonic_commit",
     "dirty_read",
     "commit_after_reset",
+    "duplicate_new_epoch",
 )
 
 
@@ -90,8 +102,8 @@ class Report:
     operations: int
     ok_sends: int
     explained: tuple[Anomaly, ...] = ()
-    """``commit_after_reset``: reported and counted, not failing the run (Kafka
-    behaves the same)."""
+    """``commit_after_reset`` and ``duplicate_new_epoch``: reported and counted, not
+    failing the run (Kafka behaves the same)."""
 
     @property
     def valid(self) -> bool:
@@ -151,7 +163,9 @@ def _divergences(
 
 
 def _duplicates(
-    ops: Sequence[Op], seen: list[tuple[TopicPartition, int, int, int]]
+    ops: Sequence[Op],
+    seen: list[tuple[TopicPartition, int, int, int]],
+    writers: Writers | None = None,
 ) -> list[Anomaly]:
     lenient = {
         (op.tp, op.value) for op in ops if op.kind == "send" and not op.idempotent
@@ -169,8 +183,37 @@ def _duplicates(
             f"{offset} by {_names(w)}" for offset, w in sorted(offsets.items())
         )
         detail = f"value {value} at offsets {places}"
-        found.append(Anomaly("duplicate", topic, partition, ops_, detail, in_final))
+        kind: AnomalyKind = "duplicate"
+        if writers is not None:
+            known = writers.get((topic, partition), {})
+            copies = {offset: known.get((offset, value)) for offset in offsets}
+            kind, why = _copies(copies)
+            detail += f"; {why}"
+        found.append(Anomaly(kind, topic, partition, ops_, detail, in_final))
     return found
+
+
+def _copies(copies: dict[int, Writer | None]) -> tuple[AnomalyKind, str]:
+    """What the copies' batch headers say: ``duplicate_new_epoch`` when one producer id
+    wrote them at distinct epochs, else ``duplicate`` with the writers named."""
+    named = "; ".join(
+        f"offset {offset}: {writer or 'writer not found in the segments'}"
+        for offset, writer in sorted(copies.items())
+    )
+    written = [w for w in copies.values() if w is not None]
+    if len(written) < len(copies):
+        return "duplicate", named
+    ids = {w.producer_id for w in written}
+    epochs = {w.producer_epoch for w in written}
+    if len(ids) == 1 and len(epochs) == len(written) and -1 not in ids:
+        return "duplicate_new_epoch", (
+            f"{named}: one producer id at {len(epochs)} epochs, "
+            "the client re-sent it under a new epoch"
+        )
+    same = Counter((w.producer_id, w.producer_epoch, w.sequence) for w in written)
+    if any(n > 1 and pid >= 0 for (pid, _, _), n in same.items()):
+        return "duplicate", f"{named}: one producer id, epoch and sequence twice"
+    return "duplicate", named
 
 
 def _names(witnesses: set[int]) -> str:
@@ -337,21 +380,28 @@ def _explain_resets(
 
 
 def check(
-    ops: Sequence[Op], final: FinalState, traces: Sequence[Record] = ()
+    ops: Sequence[Op],
+    final: FinalState,
+    traces: Sequence[Record] = (),
+    writers: Writers | None = None,
 ) -> Report:
     """Every anomaly of the history ``ops`` against the ``final`` state, by kind in
     :data:`ANOMALY_KINDS` order, each kind by partition; with the run's ``traces``
     (:func:`chaos.traces.kept_records`), the commits going back that a stale leader's
-    reset explains are moved to ``explained``."""
+    reset explains are moved to ``explained``; with the ``writers`` of the final log's
+    records (:func:`chaos.writers.read_writers`), so are the duplicates one producer
+    wrote at distinct epochs."""
     seen = _observations(ops, final)
+    duplicates = _duplicates(ops, seen, writers)
     anomalies = [
         *_lost(ops, final),
-        *_duplicates(ops, seen),
+        *(a for a in duplicates if a.kind == "duplicate"),
         *_divergences(seen),
         *_reorders(ops, final),
         *_nonmonotonic_commits(ops),
         *_dirty_reads(ops, final),
     ]
     kept, explained = _explain_resets(anomalies, ops, final, traces)
+    explained += [a for a in duplicates if a.kind == "duplicate_new_epoch"]
     ok_sends = sum(1 for op in ops if op.kind == "send" and op.outcome == "ok")
     return Report(tuple(kept), len(ops), ok_sends, tuple(explained))

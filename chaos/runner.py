@@ -44,6 +44,7 @@ from .netcluster import bootstrap, place
 from .netns import Network
 from .traces import TRACE_ANOMALY_KINDS, TraceAnomaly, check_traces, kept_records
 from .workload import CLIENT, GroupConsumer, Producer, Recorder, read_back, stop_all
+from .writers import read_writers
 
 SETTINGS = {
     # A killed or paused broker is fenced, and its partitions led by others, within
@@ -236,7 +237,8 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
         "".join(json.dumps(r.to_json()) + "\n" for r in injector.done)
     )
     records = kept_records(read_trace(cluster.root / "traces"))
-    report = check(ops, final, records)
+    writers = read_writers(cluster.root, TOPIC)
+    report = check(ops, final, records, writers)
     traced = check_traces(records, ops)
     faults = [r.to_json() for r in injector.done]
     marks = timeline.anomaly_marks(ops, report.anomalies, traced)
