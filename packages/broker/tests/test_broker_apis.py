@@ -1578,6 +1578,28 @@ async def test_list_offsets_for_a_partition_the_metadata_has_but_this_broker_doe
     assert beyond.error_code is ErrorCode.unknown_topic_or_partition
 
 
+async def test_produce_to_a_partition_the_metadata_has_but_this_broker_does_not(
+    broker: Kafka, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Guarantee: Kafka's answer (ReplicaManager.getPartitionOrError), as ListOffsets
+    above. A Produce to a partition the metadata names but this broker does not host is
+    NOT_LEADER_OR_FOLLOWER, with nothing written; a partition the metadata lacks stays
+    UNKNOWN_TOPIC_OR_PARTITION."""
+    await broker.create_topic("t", 2)
+    monkeypatch.delitem(
+        broker.server.replica_manager.core.partitions, TopicPartition("t", 1)
+    )
+    elsewhere = await broker.produce("t", batch([b"a"]), partition=1)
+    assert (elsewhere.error_code, elsewhere.base_offset) == (
+        ErrorCode.not_leader_or_follower,
+        -1,
+    )
+    here = await broker.produce("t", batch([b"b"]), partition=0)
+    assert (here.error_code, here.base_offset) == (ErrorCode.none, 0)
+    beyond = await broker.produce("t", batch([b"c"]), partition=2)
+    assert beyond.error_code is ErrorCode.unknown_topic_or_partition
+
+
 # --- CreateTopics, DeleteTopics, CreatePartitions -----------------------------------------
 
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 import struct
 import uuid
 
+import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import Acks, TopicPartition
@@ -277,12 +278,37 @@ def _response(
     results: dict[TopicPartition, ProducePartitionResult],
     ids: dict[str, uuid.UUID],
 ) -> bytes:
+    unknown = ErrorCode.unknown_topic_or_partition
+    if any(result.error_code is unknown for result in results.values()):
+        results = _not_hosted_is_not_leader(cache, results)
     leaders, endpoints = leader_hints(
         request.api_version, request.listener, cache, results
     )
     return encode_produce_response(
         request.api_version, order, results, ids, leaders, endpoints
     )
+
+
+def _not_hosted_is_not_leader(
+    cache: MetadataCache, results: dict[TopicPartition, ProducePartitionResult]
+) -> dict[TopicPartition, ProducePartitionResult]:
+    """The replica manager refuses a partition it has no replica of as unknown; Kafka's
+    ``ReplicaManager.getPartitionOrError`` tells the two cases apart with the metadata:
+    a partition the metadata names (this broker does not host it, not yet or no longer)
+    is NOT_LEADER_OR_FOLLOWER, so that the client refreshes its metadata and finds the
+    leader, and only one the metadata lacks stays UNKNOWN_TOPIC_OR_PARTITION."""
+    answers = dict(results)
+    for tp, result in results.items():
+        topic = cache.topic(tp.topic)
+        if (
+            result.error_code is ErrorCode.unknown_topic_or_partition
+            and topic is not None
+            and tp.partition in topic.partitions
+        ):
+            answers[tp] = attrs.evolve(
+                result, error_code=ErrorCode.not_leader_or_follower
+            )
+    return answers
 
 
 def _topic_names(
