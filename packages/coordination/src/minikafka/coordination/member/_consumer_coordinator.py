@@ -29,7 +29,9 @@ confluent-kafka: the coordinator emits :class:`RebalanceEvent` values and waits 
 :meth:`ConsumerCoordinator.events_done` before it sends the JoinGroup that must follow a
 revocation. Commits (OffsetCommit) carry the generation and member id, so a member that
 was dropped cannot commit over its successor. A newly assigned partition starts from the
-group's committed offset (OffsetFetch), or by ``auto.offset.reset`` without one.
+group's committed offset (OffsetFetch), or by ``auto.offset.reset`` without one. A
+member subscribed by pattern matches it against the cluster's topics itself and joins
+again when what it matches changes (``_follow_pattern``).
 
 A core: calls take ``now`` (seconds); answers go in, and the requests to send come back
 as the messages of a :class:`~minikafka.common.CoreResult` (:meth:`on_timer` when
