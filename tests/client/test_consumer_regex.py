@@ -8,7 +8,7 @@ created later is picked up (classic: the member's own Metadata refresh every
 resolves the expression again and assigns it); a pattern the broker refuses is refused
 at ``subscribe`` with INVALID_REGULAR_EXPRESSION and the broker's words, and the
 broker's own INVALID_REGULAR_EXPRESSION stops a consumer-protocol member with Kafka's
-message, from ``poll``.
+message, from ``poll``. The AsyncConsumer subscribes the same way.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
+import trio
 from kio.schema.errors import ErrorCode
 
 from minikafka.broker.testing import BrokerProcess
-from minikafka.client import Consumer, KafkaException, Message
+from minikafka.client import AsyncConsumer, Consumer, KafkaException, Message
 from minikafka.coordination.member import SubscriptionPattern
 from tests.client.conftest import GROUP_OVERRIDES
 from tests.client.test_consumer import FAST_GROUP, create_topic, produce
@@ -142,3 +143,31 @@ def test_the_brokers_invalid_regular_expression_stops_a_consumer_protocol_member
         )
     finally:
         consumer.close()
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+async def test_the_async_consumer_subscribes_by_pattern_too(
+    broker: BrokerProcess, name: str, protocol: str
+) -> None:
+    create_topic(broker.bootstrap, f"{name}-a", 2)
+    create_topic(broker.bootstrap, f"other-{name}", 1)
+    for topic in (f"{name}-a", f"other-{name}"):
+        produce(broker.bootstrap, topic, 20)
+    config = {
+        "bootstrap.servers": broker.bootstrap,
+        "group.id": name,
+        "group.protocol": protocol,
+        "auto.offset.reset": "earliest",
+        **FAST_GROUP,
+    }
+    got: list[Message] = []
+    async with AsyncConsumer.open(config) as consumer:
+        consumer.subscribe([f"^{name}-.*"])
+        with trio.fail_after(WAIT):
+            while len(got) < 20:
+                got += await consumer.getmany()
+        with pytest.raises(KafkaException) as refused:
+            consumer.subscribe(["^(a+)+"])
+    assert refused.value.args[0].code() == ErrorCode.invalid_regular_expression
+    assert {m.topic() for m in got} == {f"{name}-a"}
+    assert len(records(got)) == 20
