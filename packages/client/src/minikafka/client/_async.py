@@ -44,6 +44,7 @@ from ._consumer import (
     group_metadata,
     messages,
     position_from,
+    subscribe_cores,
 )
 from ._consumer_shell import ConsumerShell
 from ._message import (
@@ -297,15 +298,9 @@ class AsyncConsumer:
         on_revoke: object = None,
         on_lost: object = None,
     ) -> None:
-        if self._coordinator is None:
-            raise KafkaException(
-                KafkaError(ErrorCode.invalid_group_id, "subscribe() needs a group.id")
-            )
-        self._subscriptions.subscribe(topics)
-        for topic in topics:
-            self._metadata.want(topic)
+        """Names, and regular expressions starting with ``^``, as ``Consumer``'s."""
+        subscribe_cores(self._fetcher, self._coordinator, topics)
         self._callbacks = {"assign": on_assign, "revoke": on_revoke, "lost": on_lost}
-        self._coordinator.request_rejoin()
         self._wake()
 
     def assign(self, partitions: Sequence[TopicPartition]) -> None:

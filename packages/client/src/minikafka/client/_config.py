@@ -294,6 +294,9 @@ class ConsumerConfig:
     metadata_max_age_ms: int = 300_000
     allow_auto_create_topics: bool = True
     check_crcs: bool = True
+    exclude_internal_topics: bool = (
+        True  # a pattern never matches __consumer_offsets...
+    )
     # KIP-848: "consumer" has the broker assign (ConsumerGroupHeartbeat), with the
     # server-side assignor group.remote.assignor names (the broker's default if None).
     group_protocol: str = "classic"
@@ -362,6 +365,7 @@ _CONSUMER_KEYS: dict[str, Callable[[object], object]] = {
     "metadata.max.age.ms": _int(0, 2**63 - 1),
     "allow.auto.create.topics": _bool,
     "check.crcs": _bool,
+    "exclude.internal.topics": _bool,
     "group.protocol": _choice("classic", "consumer"),
     "group.remote.assignor": _optional_string,
 }

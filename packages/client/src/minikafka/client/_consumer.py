@@ -9,6 +9,10 @@ processed. Positions move as records are handed out; ``commit`` commits them (or
 offsets given), ``asynchronous=False`` waiting for the answer. Auto-commit
 (``enable.auto.commit``, on by default with a ``group.id``) commits the positions every
 ``auto.commit.interval.ms``, and before an eager revocation.
+
+``subscribe`` takes topic names and, as confluent-kafka does, regular expressions:
+names that start with ``^`` (``consumer.subscribe(["^orders-.*"])``; see
+:func:`subscribe_cores`).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from minikafka.coordination.member import (
     LATEST,
     ConsumerCoordinator,
     ConsumerProtocolMember,
+    InvalidPattern,
     RebalanceEvent,
     SubscriptionState,
 )
@@ -117,25 +122,21 @@ class Consumer:
         on_revoke: RebalanceCallback | None = None,
         on_lost: RebalanceCallback | None = None,
     ) -> None:
-        if self._coordinator is None:
-            raise KafkaException(
-                KafkaError(ErrorCode.invalid_group_id, "subscribe() needs a group.id")
-            )
+        """Subscribe to ``topics``: names, and regular expressions starting with
+        ``^`` (KafkaException INVALID_REGULAR_EXPRESSION for one the broker refuses)."""
         with self._lock:
-            self._subscriptions.subscribe(topics)
-            for topic in topics:
-                self._metadata.want(topic)
+            subscribe_cores(self._fetcher, self._coordinator, topics)
             self._callbacks = {
                 "assign": on_assign,
                 "revoke": on_revoke,
                 "lost": on_lost,
             }
-            self._coordinator.request_rejoin()
         self._wake()
 
     def unsubscribe(self) -> None:
         with self._lock:
             self._subscriptions.unsubscribe()
+            self._metadata.ask_all_topics(False)
             self._fetcher.clear_buffer()
         self._wake()
 
@@ -387,7 +388,11 @@ def consumer_cores(
     """The Fetcher (with the metadata and subscriptions) and, with a ``group.id``, the
     coordinator a consumer's API drives, the synchronous one or the async one."""
     nodes = bootstrap_nodes(config.bootstrap_servers)
-    metadata = ClientMetadata(nodes, config.metadata_max_age_ms)
+    metadata = ClientMetadata(
+        nodes,
+        config.metadata_max_age_ms,
+        exclude_internal=config.exclude_internal_topics,
+    )
     subscriptions = SubscriptionState(config.auto_offset_reset)
     coordinator: ConsumerCoordinator | ConsumerProtocolMember | None = None
     if config.group_id is not None and config.group_protocol == "consumer":
@@ -404,6 +409,36 @@ def consumer_cores(
             config, subscriptions, metadata, config.group_id
         )
     return Fetcher(config, subscriptions, metadata), coordinator
+
+
+def subscribe_cores(
+    fetcher: Fetcher,
+    coordinator: ConsumerCoordinator | ConsumerProtocolMember | None,
+    topics: Sequence[str],
+) -> None:
+    """``subscribe`` for both APIs: names, and the ``^`` entries as one regular
+    expression (``minikafka.coordination.member``'s ``_pattern.py``), read as the broker
+    reads ``SubscribedTopicRegex``. Under the classic protocol the member matches it
+    against every topic the metadata lists (all asked for from now on); under the
+    consumer protocol the coordinator resolves it. An expression the broker would
+    refuse is refused here, KafkaException INVALID_REGULAR_EXPRESSION with the
+    broker's words, and the subscription is left as it was."""
+    if coordinator is None:
+        raise KafkaException(
+            KafkaError(ErrorCode.invalid_group_id, "subscribe() needs a group.id")
+        )
+    try:
+        fetcher.subscriptions.subscribe(topics)
+    except InvalidPattern as e:
+        raise KafkaException(
+            KafkaError(ErrorCode.invalid_regular_expression, e.message)
+        ) from None
+    metadata, subscriptions = fetcher.metadata, fetcher.subscriptions
+    classic = isinstance(coordinator, ConsumerCoordinator)
+    metadata.ask_all_topics(classic and subscriptions.pattern is not None)
+    for topic in subscriptions.named:
+        metadata.want(topic)
+    coordinator.request_rejoin()
 
 
 def group_metadata(

@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 import attrs
 import trio
@@ -407,7 +407,7 @@ class ConsumerShell:
             if isinstance(
                 response, ConsumerGroupHeartbeatResponse
             ) and names_unknown_topic(response, self._topic_names):
-                await self._learn_topic_ids(self.fetcher.subscriptions.subscription)
+                await self._learn_topic_ids()
         except ClientError as exc:
             _logger.info("%s failed: %s", type(request).__name__, exc)
             with self.lock:
@@ -486,6 +486,8 @@ class ConsumerShell:
             )
             if unresolved:
                 coordinator.assignment_unresolved()
+            for tp in assignment or ():  # a pattern's topics: the Fetcher needs leaders
+                self.metadata.want(tp.topic)
             if coordinator.fatal is not None and not self._fatal_reported:
                 # Kafka's consumer raises this from poll: the member will not go on.
                 self._fatal_reported = True
@@ -509,11 +511,14 @@ class ConsumerShell:
             coordinator.on_commit(request.commit_id, errors, now)
         return None
 
-    async def _learn_topic_ids(self, topics: set[str] | frozenset[str]) -> None:
-        """Topic ids for ``topics`` (Metadata v12 to any broker)."""
-        response = await self.client.send(
-            self.metadata.any_node(0), topic_ids_request(sorted(topics))
-        )
+    async def _learn_topic_ids(self, topics: Iterable[str] | None = None) -> None:
+        """Topic ids for ``topics``, or the subscription's (every topic's with a
+        pattern, which any may match); Metadata v12 to any broker."""
+        subscribed = self.fetcher.subscriptions
+        if topics is None and subscribed.pattern is None:
+            topics = subscribed.subscription
+        request = topic_ids_request(topics)
+        response = await self.client.send(self.metadata.any_node(0), request)
         if isinstance(response, MetadataResponse):
             self._topic_names.update(topic_ids_from(response))
 

@@ -102,7 +102,7 @@ def heartbeat_body(
             if request.subscribed_topic_names is None
             else tuple(map(TopicName, request.subscribed_topic_names))
         ),
-        subscribed_topic_regex=None,
+        subscribed_topic_regex=request.subscribed_topic_regex,
         server_assignor=request.server_assignor,
         topic_partitions=owned,
     )
@@ -132,11 +132,16 @@ def names_unknown_topic(
     )
 
 
-def topic_ids_request(topics: Iterable[str]) -> MetadataRequest:
-    """Metadata v12 for ``topics``: the consumer protocol names topics by id."""
+def topic_ids_request(topics: Iterable[str] | None) -> MetadataRequest:
+    """Metadata v12 for ``topics`` (None: every topic, for a member subscribed by
+    pattern, whose assignment may name any): the consumer protocol names topics by
+    id."""
     return MetadataRequest(
-        topics=tuple(
-            MetadataRequestTopic(topic_id=None, name=TopicName(t)) for t in topics
+        topics=None
+        if topics is None
+        else tuple(
+            MetadataRequestTopic(topic_id=None, name=TopicName(t))
+            for t in sorted(topics)
         ),
         allow_auto_topic_creation=False,
         include_topic_authorized_operations=False,

@@ -4,7 +4,10 @@ A producer learns where to send from Metadata responses (seed 000: "the client a
 broker for metadata, then talks to each partition's leader"). It asks for the topics it
 produces to, when it first meets a topic, when a response says the leader moved
 (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION...), when a batch waits for a
-partition without a leader, and every ``metadata.max.age.ms`` in any case. Kafka's
+partition without a leader, and every ``metadata.max.age.ms`` in any case. A consumer
+subscribed by pattern under the classic protocol asks for every topic instead
+(:attr:`ClientMetadata.all_topics`, Kafka's ``MetadataRequest.Builder.allTopics``) to
+match its pattern against (:meth:`ClientMetadata.cluster_topics`). Kafka's
 producer lets a Metadata request create a topic it does not know
 (``allow.auto.create.topics``, on by default); the broker decides
 (``auto.create.topics.enable``).
@@ -15,7 +18,7 @@ A core: :meth:`ClientMetadata.update` takes the decoded response and the time.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 import attrs
 from kio.schema.errors import ErrorCode
@@ -56,7 +59,16 @@ class ClientMetadata:
     """(Kafka's error code, message) of the last refusal at authentication (Kafka's
     ``AuthenticationException``: retrying with the same credentials cannot help, so the
     application hears of it at once); None once a Metadata request gets through."""
+    all_topics: bool = False  # ask for every topic (a classic pattern subscription)
+    exclude_internal: bool = True  # exclude.internal.topics: not offered to a pattern
+    _listed: frozenset[str] | None = None  # every topic, by the last all-topics answer
     _needs_update: bool = True
+
+    def ask_all_topics(self, wanted: bool) -> None:
+        """Ask for every topic from the next request on (or no longer)."""
+        if wanted and not self.all_topics:
+            self._needs_update = True
+        self.all_topics = wanted
 
     def want(self, topic: str) -> bool:
         """Track ``topic``; True if it was new (a Metadata request is due)."""
@@ -72,7 +84,19 @@ class ClientMetadata:
     def update_due(self, now: float) -> bool:
         return self._needs_update or (now - self.updated_at) * 1000 >= self.max_age_ms
 
-    def update(self, response: MetadataResponse, now: float) -> None:
+    def update(
+        self, response: MetadataResponse, now: float, all_topics: bool = False
+    ) -> None:
+        """The answer to a Metadata request, for every topic if ``all_topics``: then
+        the topics it does not name are gone (deleted)."""
+        if all_topics:
+            self.topics = {}
+            self._listed = frozenset(
+                str(t.name)
+                for t in response.topics
+                if t.error_code == ErrorCode.none
+                and not (t.is_internal and self.exclude_internal)
+            )
         self.nodes = {
             int(b.node_id): Node(int(b.node_id), b.host, int(b.port))
             for b in response.brokers
@@ -102,6 +126,12 @@ class ClientMetadata:
             or -1 in self.topics[t].leaders
             for t in self.wanted
         )
+
+    def cluster_topics(self) -> Collection[str] | None:
+        """The cluster's topics as the last all-topics answer listed them (internal
+        ones left out with ``exclude.internal.topics``, as Kafka's consumer leaves them
+        out of a pattern's reach); None before such an answer."""
+        return self._listed
 
     def partitions(self, topic: str) -> TopicInfo | None:
         info = self.topics.get(topic)

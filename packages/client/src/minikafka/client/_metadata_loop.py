@@ -44,16 +44,17 @@ class MetadataRefresher:
         backoff = self.retry_backoff_ms / 1000
         while True:
             with self.lock:
-                due = bool(self.metadata.wanted) and self.metadata.update_due(
-                    self.clock()
-                )
+                every = self.metadata.all_topics
+                due = (
+                    bool(self.metadata.wanted) or every
+                ) and self.metadata.update_due(self.clock())
                 topics = sorted(self.metadata.wanted)
                 node = self.metadata.any_node(self._attempt)
             if due:
                 request = MetadataRequest(
-                    topics=tuple(
-                        MetadataRequestTopic(name=TopicName(t)) for t in topics
-                    ),
+                    topics=None  # every topic
+                    if every
+                    else tuple(MetadataRequestTopic(name=TopicName(t)) for t in topics),
                     allow_auto_topic_creation=self.allow_auto_create,
                     include_cluster_authorized_operations=False,
                     include_topic_authorized_operations=False,
@@ -81,7 +82,7 @@ class MetadataRefresher:
                 if isinstance(response, MetadataResponse):
                     with self.lock:
                         self.metadata.authentication_error = None
-                        self.metadata.update(response, self.clock())
+                        self.metadata.update(response, self.clock(), every)
                     self.on_update()
                 with self.lock:
                     again = self.metadata.update_due(self.clock())

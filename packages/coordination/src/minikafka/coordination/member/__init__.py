@@ -15,6 +15,8 @@ from ._consumer_protocol_member import ConsumerMemberState as ConsumerMemberStat
 from ._consumer_protocol_member import (
     ConsumerProtocolMember as ConsumerProtocolMember,
 )
+from ._pattern import InvalidPattern as InvalidPattern
+from ._pattern import SubscriptionPattern as SubscriptionPattern
 from ._requests import ConsumerGroupHeartbeat as ConsumerGroupHeartbeat
 from ._requests import FindCoordinator as FindCoordinator
 from ._requests import GroupRequest as GroupRequest

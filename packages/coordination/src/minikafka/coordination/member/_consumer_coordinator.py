@@ -29,7 +29,9 @@ confluent-kafka: the coordinator emits :class:`RebalanceEvent` values and waits 
 :meth:`ConsumerCoordinator.events_done` before it sends the JoinGroup that must follow a
 revocation. Commits (OffsetCommit) carry the generation and member id, so a member that
 was dropped cannot commit over its successor. A newly assigned partition starts from the
-group's committed offset (OffsetFetch), or by ``auto.offset.reset`` without one.
+group's committed offset (OffsetFetch), or by ``auto.offset.reset`` without one. A
+member subscribed by pattern matches it against the cluster's topics itself and joins
+again when what it matches changes (``_follow_pattern``).
 
 A core: calls take ``now`` (seconds); answers go in, and the requests to send come back
 as the messages of a :class:`~minikafka.common.CoreResult` (:meth:`on_timer` when
@@ -44,7 +46,7 @@ what it needs from the consumer around it comes through two ports, :class:`Membe
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Protocol
 
 import attrs
@@ -129,12 +131,14 @@ class PartitionCount(Protocol):
 
 class ClusterView(Protocol):
     """What a member asks of the consumer's metadata: whether a node is known (the
-    coordinator FindCoordinator named), and, as leader, each subscribed topic's
-    partitions (asking for a topic it did not track yet)."""
+    coordinator FindCoordinator named), as leader each subscribed topic's partitions
+    (asking for a topic it did not track yet), and, subscribed by pattern, the
+    cluster's topics (None until a Metadata answer listed them all)."""
 
     def node(self, node_id: int) -> object | None: ...
     def want(self, topic: str) -> bool: ...
     def partitions(self, topic: str) -> PartitionCount | None: ...
+    def cluster_topics(self) -> Collection[str] | None: ...
 
 
 class MemberState(enum.Enum):
@@ -177,6 +181,7 @@ class ConsumerCoordinator:
     _revoking: tuple[TopicPartition, ...] = ()
     _last_app_poll: float | None = None
     _stalled: bool = False  # left after max.poll.interval.ms; back at the next poll
+    _joined: frozenset[str] = frozenset()  # the subscription of the last JoinGroup
 
     @property
     def protocol_kind(self) -> RebalanceProtocol:
@@ -222,15 +227,15 @@ class ConsumerCoordinator:
             if lost:
                 self._emit("lost", lost)
             return leave
+        subscribed = self._follow_pattern() and self.subscriptions.subscribed
+        changed = self._joined != self.subscriptions.subscription
+        if self.state is MemberState.STABLE and subscribed and changed:
+            self.request_rejoin()  # Kafka's rejoinNeededOrPending: it changed
         # A join waits for the callbacks (on_revoke) the application has not run yet,
         # and for the application itself after it let max.poll.interval.ms pass.
         joining = self.state is MemberState.UNJOINED and self.rejoin_needed
         joining = joining and not self._waiting_for_events and not self._stalled
-        if (
-            joining
-            and self.subscriptions.subscription
-            and not self.subscriptions.manual
-        ):
+        if joining and subscribed and not self.subscriptions.manual:
             join = self._prepare_join(now)
             if join is not None:
                 out.append(join)
@@ -298,6 +303,7 @@ class ConsumerCoordinator:
             return None
         self.state = MemberState.JOINING
         self.rejoin_needed = False
+        self._joined = self.subscriptions.subscription
         return JoinGroup(
             self.group_id,
             self.member_id,
@@ -309,6 +315,18 @@ class ConsumerCoordinator:
                 for name in self.config.partition_assignment_strategy
             ),
         )
+
+    def _follow_pattern(self) -> bool:
+        """Subscribed by pattern: match it against the cluster's topics (Kafka's
+        ``updatePatternSubscription``, each time round, so a topic created or deleted
+        changes the subscription); False until the metadata has listed them, as
+        Kafka's consumer joins with fresh metadata only."""
+        subscriptions = self.subscriptions
+        topics = self.metadata.cluster_topics() if subscriptions.pattern else None
+        if topics is not None and subscriptions.match_pattern(topics):
+            for topic in subscriptions.subscription:
+                self.metadata.want(topic)
+        return subscriptions.pattern is None or subscriptions.pattern_matched
 
     def _subscription_bytes(self, name: str) -> bytes:
         assignor = ASSIGNOR_TYPES[name]()

@@ -29,6 +29,7 @@ from kio.schema.errors import ErrorCode
 from minikafka.common import CoreResult, TopicPartition
 
 from ._consumer_coordinator import MemberSettings
+from ._pattern import INVALID_PATTERN_PREFIX
 from ._requests import (
     ConsumerGroupHeartbeat,
     FindCoordinator,
@@ -53,6 +54,7 @@ FATAL_ERRORS = frozenset(
         ErrorCode.invalid_request,
         ErrorCode.group_authorization_failed,
         ErrorCode.unsupported_version,
+        ErrorCode.invalid_regular_expression,
     }
 )
 LEAVE_EPOCH, LEAVE_STATIC_EPOCH = -1, -2
@@ -159,7 +161,7 @@ class ConsumerProtocolMember:
                 self._emit("lost", lost)
             return leave
         out: list[GroupRequest] = []
-        subscribed = bool(self.subscriptions.subscription) and not self._stalled
+        subscribed = self.subscriptions.subscribed and not self._stalled
         if (
             self.state is S.UNSUBSCRIBED
             and subscribed
@@ -207,16 +209,19 @@ class ConsumerProtocolMember:
 
     def _heartbeat(self, now: float) -> ConsumerGroupHeartbeat:
         """Every field on a join or after an error; otherwise only what changed since
-        the last heartbeat the coordinator answered (``ConsumerHeartbeatRequestManager``)."""
+        the last heartbeat the coordinator answered (``ConsumerHeartbeatRequestManager``).
+        A pattern goes as ``SubscribedTopicRegex``, the topic names alone as names."""
+        pattern = self.subscriptions.pattern
         full = ConsumerGroupHeartbeat(
             self.group_id,
             self.member_id,
             self.member_epoch,
             self.config.group_instance_id,
             self.rebalance_timeout_ms,
-            tuple(sorted(self.subscriptions.subscription)),
+            tuple(sorted(self.subscriptions.named)),
             self.server_assignor,
             self.owned,
+            None if pattern is None else pattern.regex,
         )
         last = None if self._send_full else self._sent
         request = full
@@ -232,6 +237,11 @@ class ConsumerProtocolMember:
                     else full.subscribed_topic_names
                 ),
                 owned=None if full.owned == last.owned else full.owned,
+                subscribed_topic_regex=(
+                    None
+                    if full.subscribed_topic_regex == last.subscribed_topic_regex
+                    else full.subscribed_topic_regex or ""  # "": no pattern now
+                ),
             )
         self._sent, self._send_full = full, False
         self._heartbeat_in_flight = True
@@ -318,6 +328,8 @@ class ConsumerProtocolMember:
             self._fence()
         elif error in _COORDINATOR_GONE:
             self.coordinator_unknown(now)
+        elif error == ErrorCode.invalid_regular_expression:
+            self.fatal = (error, INVALID_PATTERN_PREFIX + (message or ""))
         elif error in FATAL_ERRORS:
             self.fatal = (error, message)
         elif error != ErrorCode.none:

@@ -85,6 +85,8 @@ class ConsumerGroupHeartbeat:
     subscribed_topic_names: tuple[str, ...] | None = None
     server_assignor: str | None = None
     owned: tuple[TopicPartition, ...] | None = None  # the partitions it owns now
+    # v1: the subscription's expression; "" drops the one sent before
+    subscribed_topic_regex: str | None = None
 
 
 GroupRequest = (

@@ -1,7 +1,11 @@
 """SubscriptionState: what a consumer reads and where it is (Kafka's class of that name).
 
 A consumer either *subscribes* to topics, and the group decides which partitions it
-gets, or *assigns* itself partitions. Either way each assigned partition has a
+gets, or *assigns* itself partitions. It subscribes by name, or by regular expression
+(a ``^`` entry, ``_pattern.py``): under the classic protocol the member matches the
+expression against the cluster's topics itself (:meth:`SubscriptionState.match_pattern`)
+and the names it matched join :attr:`SubscriptionState.subscription`; under the
+consumer protocol the coordinator resolves it. Either way each assigned partition has a
 **position**: the offset of the next record to hand to the application. A new
 partition has none: its position comes from the group's committed offset, or, without
 one, from ``auto.offset.reset`` (``earliest``: the log start; ``latest``: the high
@@ -19,6 +23,8 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import TopicPartition
+
+from ._pattern import SubscriptionPattern, split_subscription
 
 EARLIEST = -2  # ListOffsets' timestamp for the log start offset
 LATEST = -1  # ... and for the high watermark
@@ -41,17 +47,43 @@ class TopicPartitionState:
 @attrs.define
 class SubscriptionState:
     auto_offset_reset: str = "latest"
+    # What the member subscribes with by name: the names given, and (classic protocol)
+    # those its pattern matched (Kafka's ``SubscriptionState.subscription``).
     subscription: frozenset[str] = frozenset()
     manual: bool = False  # assign() was used, not subscribe()
     assignment: dict[TopicPartition, TopicPartitionState] = attrs.field(factory=dict)
+    named: frozenset[str] = frozenset()  # the names given to subscribe()
+    pattern: SubscriptionPattern | None = None  # its ^ entries, as one expression
+    # Classic protocol: the pattern was matched against the cluster's topics since
+    # subscribe() (Kafka's consumer joins with fresh metadata only).
+    pattern_matched: bool = False
+
+    @property
+    def subscribed(self) -> bool:
+        """Subscribed by name or by pattern (the pattern may match nothing yet)."""
+        return bool(self.named) or self.pattern is not None
 
     def subscribe(self, topics: Iterable[str]) -> None:
+        """Subscribe to these names and ``^`` expressions (``_pattern.py``;
+        ``InvalidPattern`` for one the broker would refuse, nothing changed then)."""
         if self.manual and self.assignment:
             raise ValueError("subscribe() after assign(): unassign() first")
-        self.subscription, self.manual = frozenset(topics), False
+        named, pattern = split_subscription(topics)
+        self.named, self.pattern, self.manual = named, pattern, False
+        self.subscription, self.pattern_matched = named, False
+
+    def match_pattern(self, topics: Iterable[str]) -> bool:
+        """Classic protocol: the subscription is now the names given and the
+        ``topics`` the pattern matches (Kafka's ``subscribeFromPattern``); True if
+        that changed it (then the member joins again)."""
+        assert self.pattern is not None
+        matched = self.named | self.pattern.matching(topics)
+        changed = matched != self.subscription
+        self.subscription, self.pattern_matched = matched, True
+        return changed
 
     def assign_manually(self, partitions: Iterable[TopicPartition]) -> None:
-        if self.subscription:
+        if self.subscribed:
             raise ValueError("assign() after subscribe(): unsubscribe() first")
         self.manual = True
         self.set_assignment(partitions)
@@ -73,6 +105,7 @@ class SubscriptionState:
 
     def unsubscribe(self) -> None:
         self.subscription, self.manual = frozenset(), False
+        self.named, self.pattern, self.pattern_matched = frozenset(), None, False
         self.assignment = {}
 
     # --- positions ----------------------------------------------------------------

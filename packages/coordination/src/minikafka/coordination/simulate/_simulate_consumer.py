@@ -133,6 +133,9 @@ class SimulatedCluster:
     def want(self, topic: str) -> bool:
         return False  # everything there is to know is known
 
+    def cluster_topics(self) -> tuple[str, ...]:
+        return (self.topic,)
+
     def partitions(self, topic: str) -> _TopicPartitions | None:
         if topic != self.topic:
             return None
