@@ -4,9 +4,11 @@ on a cluster of real processes, as its group coordinator traced it (ARCHITECTURE
 
 ``run(out)`` (or ``python scenario.py OUT``) starts a KRaft cluster (a controller and
 brokers 1, 2, 3, every node tracing into ``out/traces``), creates ``orders``, six
-partitions on all three brokers, and has a confluent-kafka producer write one
-timestamped record to every partition every :data:`PRODUCE_EVERY` seconds throughout.
-Two groups read it, side by side, each member a process of its own (``member.py``):
+partitions of one replica each, two on every broker (the lab is about who reads them,
+not about their copies, which would only fill the trace), and has a confluent-kafka
+producer write one timestamped record to every partition every :data:`PRODUCE_EVERY`
+seconds throughout. Two groups read it, side by side, each member a process of its own
+(``member.py``):
 
 - ``classic-group``: the classic protocol (JoinGroup, SyncGroup, Heartbeat) with the
   eager ``range`` assignor;
@@ -68,7 +70,7 @@ OVERRIDES = {
 PRODUCE_EVERY = 0.02
 """Seconds between two rounds of the producer, one record to every partition each."""
 STEPS = (("start", "m1"), ("join", "m2"), ("join", "m3"), ("crash", "m2"))
-PAUSE = 1.0
+PAUSE = 0.5
 """Seconds the groups run as they are once settled, before the next step (and after
 the last: the records then are read by the last owners)."""
 WAIT = 60.0  # seconds a condition may take on a loaded machine before the run fails
@@ -230,7 +232,7 @@ def wait_until_settled(
 
 def create_topic(bootstrap: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "lab18-admin"})
-    topic = NewTopic(TOPIC, PARTITIONS, 3)
+    topic = NewTopic(TOPIC, PARTITIONS, 1)
     admin.create_topics([topic], operation_timeout=WAIT)[TOPIC].result(timeout=WAIT)
 
 

@@ -185,18 +185,26 @@ def test_unowned(
         ), (row, gap)
 
 
+@pytest.fixture(scope="module")
+def probed(
+    spark: SparkSession, produced: DataFrame, truth: dict[str, Any], run_dir: Path
+) -> tuple[DataFrame, list[dict[str, Any]]]:
+    """The run's records and one at each stretch's bounds (:func:`boundary_records`),
+    and the reference's answer over them."""
+    records = produced_records(run_dir)
+    probes = boundary_records(truth["gaps"], records)
+    frame = produced.unionByName(spark.createDataFrame(probes, schema=PRODUCED))
+    expected = LAB.module("scenario").delayed(truth["gaps"], records + probes)
+    return frame.cache(), expected
+
+
 def test_delayed(
     spark: SparkSession,
     answers: ModuleType,
-    produced: DataFrame,
+    probed: tuple[DataFrame, list[dict[str, Any]]],
     truth: dict[str, Any],
-    run_dir: Path,
 ) -> None:
-    probes = boundary_records(truth["gaps"], produced_records(run_dir))
-    records = produced.unionByName(spark.createDataFrame(probes, schema=PRODUCED))
-    expected_rows = LAB.module("scenario").delayed(
-        truth["gaps"], produced_records(run_dir) + probes
-    )
+    records, expected_rows = probed
     result = answer(answers, "delayed", gaps_frame(spark, truth), records)
     assert result.columns == [
         "group_type",
