@@ -134,9 +134,7 @@ def group_of(nodeid: str) -> str:
 
 def is_serial(path: Path) -> bool:
     """A test module of :data:`SERIAL_DIRS` (bar :data:`UNTIMED_LABS`)."""
-    return path not in UNTIMED_LABS and any(
-        path.is_relative_to(d) for d in SERIAL_DIRS
-    )
+    return path not in UNTIMED_LABS and any(path.is_relative_to(d) for d in SERIAL_DIRS)
 
 
 @pytest.hookimpl(optionalhook=True)
