@@ -164,7 +164,9 @@ class Producing:
             {
                 "bootstrap.servers": self.bootstrap,
                 "client.id": "lab18-producer",
-                "linger.ms": 5,
+                # A record's timestamp is set when it is produced; batching them keeps
+                # the brokers' work (and their trace) small.
+                "linger.ms": 50,
                 "log_level": 0,
             }
         )
