@@ -1,14 +1,18 @@
 """One consumer of lab 18, in a process of its own, reporting which partitions it holds.
 
-``python member.py BOOTSTRAP GROUP CLIENT_ID PROTOCOL TOPIC`` subscribes a
-confluent-kafka (librdkafka) consumer to TOPIC in GROUP and prints one JSON line on
-stdout per rebalance callback, with the wall-clock time ``ts`` (seconds since the epoch)
-and its ``partitions``:
+``python member.py BOOTSTRAP GROUP CLIENT_ID PROTOCOL TOPIC SESSION_MS HEARTBEAT_MS``
+subscribes a confluent-kafka (librdkafka) consumer to TOPIC in GROUP and prints one JSON
+line on stdout per rebalance callback, with the wall-clock time ``ts`` (seconds since
+the epoch) and its ``partitions``:
 
 - ``PROTOCOL`` ``classic``: the classic group protocol with the eager ``range``
-  assignor; ``assign`` is the whole new assignment, ``revoke`` takes everything;
+  assignor, and the session and heartbeat given (``session.timeout.ms``,
+  ``heartbeat.interval.ms``); ``assign`` is the whole new assignment, ``revoke`` takes
+  everything;
 - ``PROTOCOL`` ``consumer``: KIP-848 (``group.protocol=consumer``) with the broker's
-  ``uniform`` assignor; ``assign`` adds partitions and ``revoke`` / ``lost`` take some.
+  ``uniform`` assignor; the session and the heartbeat interval are the broker's
+  (``group.consumer.*``: the two numbers are not used); ``assign`` adds partitions and
+  ``revoke`` / ``lost`` take some.
 
 It is a process, not a thread, because librdkafka heartbeats from a background thread:
 only a SIGKILL of the whole process makes a member go silent the way a crash does. It
@@ -25,21 +29,18 @@ from collections.abc import Sequence
 
 from confluent_kafka import Consumer, TopicPartition
 
-SESSION_TIMEOUT_MS = 3000
-"""The classic members' ``session.timeout.ms`` (the broker's
-``group.consumer.session.timeout.ms`` is the consumer group's: the scenario sets it to
-the same)."""
-HEARTBEAT_INTERVAL_MS = 500
-"""The classic members' ``heartbeat.interval.ms``; the same as the consumer group's
-``group.consumer.heartbeat.interval.ms``, which the broker hands its members."""
-
 
 def report(kind: str, **fields: object) -> None:
     print(json.dumps({"ts": time.time(), "kind": kind, **fields}), flush=True)
 
 
 def consumer_config(
-    bootstrap: str, group: str, client_id: str, protocol: str
+    bootstrap: str,
+    group: str,
+    client_id: str,
+    protocol: str,
+    session_ms: int,
+    heartbeat_ms: int,
 ) -> dict[str, object]:
     common: dict[str, object] = {
         "bootstrap.servers": bootstrap,
@@ -60,15 +61,18 @@ def consumer_config(
         **common,
         "group.protocol": "classic",
         "partition.assignment.strategy": "range",
-        "session.timeout.ms": SESSION_TIMEOUT_MS,
-        "heartbeat.interval.ms": HEARTBEAT_INTERVAL_MS,
+        "session.timeout.ms": session_ms,
+        "heartbeat.interval.ms": heartbeat_ms,
     }
 
 
 def main(argv: Sequence[str]) -> int:
-    bootstrap, group, client_id, protocol, topic = argv
+    bootstrap, group, client_id, protocol, topic, session_ms, heartbeat_ms = argv
     incremental = protocol == "consumer"  # KIP-848's rebalances are incremental
-    consumer = Consumer(consumer_config(bootstrap, group, client_id, protocol))
+    config = consumer_config(
+        bootstrap, group, client_id, protocol, int(session_ms), int(heartbeat_ms)
+    )
+    consumer = Consumer(config)
     closing = threading.Event()
 
     def wait_for_end() -> None:

@@ -56,6 +56,8 @@ GROUPS = {"classic": "classic-group", "consumer": "consumer-group"}
 """Each protocol's group."""
 SESSION_TIMEOUT_MS = 3000
 HEARTBEAT_INTERVAL_MS = 500
+"""Both protocols' session and heartbeat interval: the classic members' own settings,
+the broker's ``group.consumer.*`` for the consumer group."""
 OVERRIDES = {
     # A rebalance of an empty classic group starts at once (Kafka waits 3 s for more).
     "group.initial.rebalance.delay.ms": "0",
@@ -103,7 +105,8 @@ class Member:
         logs: Path,
     ) -> Member:
         group = GROUPS[protocol]
-        argv = [bootstrap, group, client_id, protocol, TOPIC]
+        timings = [str(SESSION_TIMEOUT_MS), str(HEARTBEAT_INTERVAL_MS)]
+        argv = [bootstrap, group, client_id, protocol, TOPIC, *timings]
         with (logs / f"{client_id}.log").open("wb") as stderr:
             process = subprocess.Popen(
                 [sys.executable, str(MEMBER_SCRIPT), *argv],
