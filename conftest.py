@@ -7,7 +7,7 @@ cluster and a lab's scenario) share the machine, never a crowd of other tests. T
 run hands out tests one by one (a module's broker then starts once on each worker that
 runs some of its tests, a few seconds each), except the groups of :func:`group_of`, each
 run whole by one worker: the labs' tests that use Spark (:data:`SPARK_TESTS`, and the
-checks of the trace labs that need no cluster, :data:`CLUSTERLESS_LABS`: one Spark
+checks of the trace labs that time nothing, :data:`UNTIMED_LABS`: one Spark
 session, a JVM, for them all, not one per worker), every test of ``tests/reference``
 (Apache Kafka's node, ``kafka_reference``: one JVM for them all, as in a serial run)
 and each fuzz module (its broker is warmed up with the whole corpus). The groups are
@@ -20,7 +20,7 @@ one test left, so no long group waits in one worker's queue while another is idl
 ``serial``: the tests whose checks measure time on a real cluster, or whose processes
 must not compete with others for the two cores (a lab's checks on its scenario's trace,
 failover and soak tests of clusters of processes, benchmarks). Whole directories are
-marked here (:data:`SERIAL_DIRS`, bar :data:`CLUSTERLESS_LABS`); a test elsewhere is
+marked here (:data:`SERIAL_DIRS`, bar :data:`UNTIMED_LABS`); a test elsewhere is
 marked in its own module.
 
 ``MINIKAFKA_FORK_SERVER=1`` (set here, before pytest-xdist starts its workers): the
@@ -50,15 +50,15 @@ _sections: dict[str, list[str]] = {}
 
 ROOT = Path(__file__).resolve().parent
 
-CLUSTERLESS_LABS = frozenset(
+UNTIMED_LABS = frozenset(
     ROOT / "labs" / name / "test_lab.py"
     for name in ("18-partition-handover", "19-chaos-checker")
 )
-"""The trace labs whose scenario starts no broker (lab 18 runs the group coordinator on
-virtual time, lab 19 draws its chaos histories from a seed and a recorded run): their
-checks time nothing, so they run in the first run, in the Spark group
-(:data:`SPARK_TESTS`), on the one Spark session of its worker (a JVM that takes half a
-minute to start on a loaded machine)."""
+"""The trace labs whose checks time nothing (lab 18's compare each answer with the
+reference computed over the same cluster run, whatever its timings; lab 19 draws its
+chaos histories from a seed and a recorded run, and starts no broker): they run in the
+first run, in the Spark group (:data:`SPARK_TESTS`), on the one Spark session of its
+worker (a JVM that takes half a minute to start on a loaded machine)."""
 
 SERIAL_DIRS = (
     # Each lab's checks: a trace lab's on its scenario's run (lags, delays and orders
@@ -123,7 +123,7 @@ def group_of(nodeid: str) -> str:
     if is_serial(ROOT / path):
         # a serial module: its cluster or its scenario's run, and its checks
         return path
-    if path in SPARK_TESTS or ROOT / path in CLUSTERLESS_LABS:
+    if path in SPARK_TESTS or ROOT / path in UNTIMED_LABS:
         return "labs-spark"
     if path.startswith("tests/reference/"):
         return "kafka-reference"
@@ -133,10 +133,8 @@ def group_of(nodeid: str) -> str:
 
 
 def is_serial(path: Path) -> bool:
-    """A test module of :data:`SERIAL_DIRS` (bar :data:`CLUSTERLESS_LABS`)."""
-    return path not in CLUSTERLESS_LABS and any(
-        path.is_relative_to(d) for d in SERIAL_DIRS
-    )
+    """A test module of :data:`SERIAL_DIRS` (bar :data:`UNTIMED_LABS`)."""
+    return path not in UNTIMED_LABS and any(path.is_relative_to(d) for d in SERIAL_DIRS)
 
 
 @pytest.hookimpl(optionalhook=True)

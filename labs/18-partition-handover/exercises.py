@@ -2,16 +2,19 @@
 changed, under the classic protocol and under KIP-848 (the book's chapter "Consumer
 groups"; ARCHITECTURE.md, "Traces and labs").
 
-Write each function with Spark's DataFrame API, then run ``make lab 18``: it writes the
-lab's traces (both protocols, on the coordinator's own code, no cluster needed) and
-checks every answer against the lab's reference on them. Until you write it, a function
-raises :class:`ExerciseNotDone`, and its check fails with that message.
+Write each function with Spark's DataFrame API, then run ``make lab 18``: it runs the
+lab's scenario (both protocols' groups on a cluster of three brokers, with real
+consumers and a producer) and checks every answer against the lab's reference,
+computed over the same run (``make lab 18 REUSE=1``: over the last run again). Until
+you write it, a function raises :class:`ExerciseNotDone`, and its check fails with that
+message.
 
 ``assignments`` is every ``group.member_assignment`` event
-(``read_events(spark, traces, MemberAssignmentChanged)``): ``ts`` (seconds), ``group_id``,
-``group_type`` (``classic`` or ``consumer``), ``member_id``, ``client_id``,
-``member_epoch``, ``assigned_partitions`` and ``partitions_pending_revocation`` (arrays
-of ``topic-partition`` names such as ``orders-3``). Each event is a snapshot: from its
+(``read_events(spark, traces, MemberAssignmentChanged)``): ``ts`` (seconds since the
+epoch), ``node`` (the broker that traced it), ``group_id``, ``group_type`` (``classic``
+or ``consumer``), ``member_id``, ``client_id``, ``member_epoch``,
+``assigned_partitions`` and ``partitions_pending_revocation`` (arrays of
+``topic-partition`` names such as ``orders-3``). Each event is a snapshot: from its
 ``ts`` until that member's next event, the member owns both arrays' partitions.
 """
 
@@ -51,8 +54,9 @@ def delayed(gaps: DataFrame, produced: DataFrame) -> DataFrame:
     """How long was each partition unowned, and how many records waited for it?
 
     ``gaps`` is what :func:`unowned` returns; ``produced`` is the topic's records
-    (``partition``, ``offset``, ``ts``). A record produced while its partition was
-    unowned (``start_ts <= ts < end_ts``) waits: nobody is reading it.
+    (``partition``, ``offset``, ``ts``: its timestamp, in seconds since the epoch, as
+    the trace's). A record produced while its partition was unowned
+    (``start_ts <= ts < end_ts``) waits: nobody is reading it.
 
     Columns: ``group_type``, ``partition``, ``gaps`` (how many stretches),
     ``unowned_ms`` (their total length, in milliseconds, rounded to 3 decimals) and

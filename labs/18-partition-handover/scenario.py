@@ -1,184 +1,325 @@
 """Lab 18's data: one membership change, under the classic protocol and under KIP-848,
-as the group coordinator traced it (ARCHITECTURE.md, "Traces and labs").
+on a cluster of real processes, as its group coordinator traced it (ARCHITECTURE.md,
+"Traces and labs").
 
-``run(out, seed)`` writes ``out/traces`` (``group.member_assignment`` and the other group
-events, node 1) and ``out/produced.jsonl`` (the topic's records: ``partition``,
-``offset``, ``ts``), and ``out/truth.json``: the lab's own reference answers, computed
-here in plain Python from the same events.
+``run(out)`` (or ``python scenario.py OUT``) starts a KRaft cluster (a controller and
+brokers 1, 2, 3, every node tracing into ``out/traces``), creates ``orders``, six
+partitions of one replica each, two on every broker (the lab is about who reads them,
+not about their copies, which would only fill the trace), and has a confluent-kafka
+producer write one timestamped record to every partition every :data:`PRODUCE_EVERY`
+seconds throughout. Two groups read it, side by side, each member a process of its own
+(``member.py``):
 
-Two groups read the six partitions of ``orders``. Each starts with two members; a third
-joins once they have settled; then the second one crashes (it stops, telling nobody,
-and is removed when its session ends, Kafka's default 45 s).
+- ``classic-group``: the classic protocol (JoinGroup, SyncGroup, Heartbeat) with the
+  eager ``range`` assignor;
+- ``consumer-group``: KIP-848's ConsumerGroupHeartbeat (``group.protocol=consumer``)
+  with the broker's ``uniform`` assignor.
 
-- ``classic-group``: the classic protocol with the eager ``range`` assignor, run by the
-  group simulator (``minikafka.coordination.simulate``): JoinGroup, SyncGroup, Heartbeat.
-- ``consumer-group``: KIP-848's ConsumerGroupHeartbeat with the ``uniform`` server-side
-  assignor, driven here: every member heartbeats every
-  ``group.consumer.heartbeat.interval.ms``, takes the partitions it is given at once,
-  and gives back the ones it must revoke once it has finished the batch in hand (a
-  seeded 100-1000 ms, the simulator's range), saying so in a heartbeat at once.
+Both go through the same membership change at the same moments: ``m1`` starts alone,
+``m2`` joins, then ``m3``, then ``m2`` crashes (SIGKILL: no goodbye, the coordinator
+removes it when its session ends). Both protocols run with a 500 ms heartbeat and a 3 s
+session. After each change the scenario waits, with a deadline, for both groups to
+settle as their members' rebalance callbacks tell it: every live member holds
+partitions, none twice, all six together.
 
-Both run the coordinator's real code (``GroupCoordinator``, the core the broker runs)
-on virtual time from 0, so a run takes a second and every run of a seed is the same.
-A producer writes one record to each partition every 100 ms for the whole run.
-
-``python scenario.py OUT [--seed N]`` writes it too.
+It writes ``out/traces`` (the brokers' traces: ``group.member_assignment`` and every
+other event), ``out/produced.jsonl`` (every record the producer wrote: ``partition``,
+``offset``, ``ts``, its timestamp in seconds) and ``out/truth.json``: the lab's
+reference answers, computed here in plain Python from the same trace and records, the
+scenario's log of what it did when, and each member's callbacks.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import random
-import uuid
+import logging
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import attrs
+from confluent_kafka import KafkaError, Message, Producer
 
-from minikafka.common import TopicPartition
-from minikafka.coordination import SimulationConfig, parse_events, simulate
-from minikafka.coordination.group._config import GroupConfig
-from minikafka.coordination.group._consumer_heartbeat import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
-)
-from minikafka.coordination.group._coordinator import GroupCoordinator
-from minikafka.coordination.testing import InMemoryOffsetsTopic, serving_coordinator
-from minikafka.trace import JsonLinesTracer, Tracer, read_trace
+# confluent_kafka.admin re-exports NewTopic without listing it in __all__.
+from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+from minikafka.broker.testing import ProcessCluster, free_ports
+from minikafka.trace import read_trace
 
 TOPIC, PARTITIONS = "orders", 6
-CLASSIC, CONSUMER = "classic-group", "consumer-group"
-SESSION_MS = 45_000
-"""Both protocols' default session: ``session.timeout.ms``, and
-``group.consumer.session.timeout.ms``."""
-JOIN_AT, CRASH_AT = 20.0, 50.0
-"""When the third member joins the consumer group, and when the second one crashes."""
-END = 130.0
-"""The run's end, on the virtual clock: every change has settled well before."""
-PRODUCE_EVERY = 0.1
-PROCESSING = (0.1, 1.0)
-STEP = 0.01
-"""The consumer group's clock ticks in 10 ms."""
+GROUPS = {"classic": "classic-group", "consumer": "consumer-group"}
+"""Each protocol's group."""
+SESSION_TIMEOUT_MS = 3000
+HEARTBEAT_INTERVAL_MS = 500
+"""Both protocols' session and heartbeat interval: the classic members' own settings,
+the broker's ``group.consumer.*`` for the consumer group."""
+OVERRIDES = {
+    # A rebalance of an empty classic group starts at once (Kafka waits 3 s for more).
+    "group.initial.rebalance.delay.ms": "0",
+    # Allow the classic members' short session, so a crash is noticed within seconds.
+    "group.min.session.timeout.ms": "1000",
+    # The consumer group's session and heartbeat: the broker's, KIP-848.
+    "group.consumer.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+    "group.consumer.heartbeat.interval.ms": str(HEARTBEAT_INTERVAL_MS),
+    # The groups' coordinators come up at once: a few partitions, not Kafka's 50.
+    "offsets.topic.num.partitions": "3",
+}
+PRODUCE_EVERY = 0.02
+"""Seconds between two rounds of the producer, one record to every partition each."""
+STEPS = (("start", "m1"), ("join", "m2"), ("join", "m3"), ("crash", "m2"))
+PAUSE = 0.5
+"""Seconds the groups run as they are once settled, before the next step (and after
+the last: the records then are read by the last owners)."""
+WAIT = 60.0  # seconds a condition may take on a loaded machine before the run fails
+
+MEMBER_SCRIPT = Path(__file__).with_name("member.py")
+
+log = logging.getLogger("minikafka.labs.lab18")
 
 
-@attrs.define
-class _Member:
-    """A KIP-848 member as librdkafka plays it, reduced to what moves partitions."""
+@attrs.define(eq=False)
+class Member:
+    """The scenario's handle on one member process and what it has reported."""
 
-    name: str
-    processing: float
-    epoch: int = 0
-    owned: frozenset[TopicPartition] = frozenset()
-    revoking: frozenset[TopicPartition] = frozenset()
-    revoked_at: float = 0.0
-    next_beat: float = 0.0
-    alive: bool = True
+    client_id: str
+    protocol: str
+    changed: threading.Condition
+    process: subprocess.Popen[bytes]
+    events: list[dict[str, Any]] = attrs.field(factory=list)
+    holds: frozenset[int] = frozenset()
+    gone: bool = False  # killed: no longer expected to hold anything
+    exited: int | None = None
+
+    @classmethod
+    def start(
+        cls,
+        client_id: str,
+        protocol: str,
+        bootstrap: str,
+        changed: threading.Condition,
+        logs: Path,
+    ) -> Member:
+        group = GROUPS[protocol]
+        timings = [str(SESSION_TIMEOUT_MS), str(HEARTBEAT_INTERVAL_MS)]
+        argv = [bootstrap, group, client_id, protocol, TOPIC, *timings]
+        with (logs / f"{client_id}.log").open("wb") as stderr:
+            process = subprocess.Popen(
+                [sys.executable, str(MEMBER_SCRIPT), *argv],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+            )
+        member = cls(client_id, protocol, changed, process)
+        threading.Thread(target=member._read, name=client_id, daemon=True).start()
+        return member
+
+    def _read(self) -> None:
+        stdout = self.process.stdout
+        assert stdout is not None
+        for raw in iter(stdout.readline, b""):
+            event: dict[str, Any] = json.loads(raw)
+            partitions = frozenset(event.get("partitions", ()))
+            with self.changed:
+                self.events.append(event)
+                if event["kind"] == "assign":
+                    # KIP-848 adds to what it holds; an eager assign is the whole set
+                    eager = self.protocol == "classic"
+                    self.holds = partitions if eager else self.holds | partitions
+                elif event["kind"] in ("revoke", "lost"):
+                    self.holds = self.holds - partitions
+                self.changed.notify_all()
+        status = self.process.wait()
+        with self.changed:
+            self.exited = status
+            self.changed.notify_all()
+
+    def kill(self) -> None:
+        """SIGKILL: no revocation, no leaving; its heartbeats simply stop."""
+        with self.changed:
+            self.gone = True
+        self.process.kill()
+        self.process.wait(WAIT)
 
 
-@attrs.define
-class _ConsumerGroup:
-    coordinator: GroupCoordinator
-    log: InMemoryOffsetsTopic = attrs.field(factory=InMemoryOffsetsTopic)
-    members: dict[str, _Member] = attrs.field(factory=dict)
-    requests: int = 0
+@attrs.define(eq=False)
+class Producing:
+    """A producer writing one record to every partition every :data:`PRODUCE_EVERY`
+    seconds until stopped; what the brokers acknowledged, with each record's
+    timestamp (its CreateTime, set by the producer)."""
 
-    def beat(self, member: _Member, now: float) -> None:
-        self.requests += 1
-        request = ConsumerGroupHeartbeatRequest(
-            CONSUMER,
-            member.name,
-            member.epoch,
-            rebalance_timeout_ms=300_000,
-            subscribed_topic_names=(TOPIC,),
-            server_assignor="uniform",
-            owned=member.owned,
-            topics={TOPIC: PARTITIONS},
-            topic_ids={TOPIC: uuid.uuid5(uuid.NAMESPACE_URL, TOPIC)},
-            client_id=member.name,
+    bootstrap: str
+    records: list[dict[str, Any]] = attrs.field(factory=list)
+    failed: list[str] = attrs.field(factory=list)
+    _stop: threading.Event = attrs.field(factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="producer", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        producer = Producer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "client.id": "lab18-producer",
+                # A record's timestamp is set when it is produced; batching them keeps
+                # the brokers' work (and their trace) small.
+                "linger.ms": 50,
+                "log_level": 0,
+            }
         )
-        result = self.coordinator.consumer_group_heartbeat(self.requests, request, now)
-        replies = self.log.take(result) + self.log.flush(self.coordinator, now)
-        (reply,) = [r for r in replies if r.request_id == self.requests]
-        response = reply.response
-        assert isinstance(response, ConsumerGroupHeartbeatResponse)
-        assert not response.error, response
-        member.epoch = response.member_epoch
-        interval = response.heartbeat_interval_ms / 1000
-        member.next_beat = now + interval
-        if response.assignment is not None:
-            member.owned |= response.assignment  # new partitions: taken at once
-            going = member.owned - response.assignment
-            if going and not member.revoking:
-                # given back once the batch in hand is done, and said so at once
-                member.revoking, member.revoked_at = going, now + member.processing
 
-    def tick(self, now: float) -> None:
-        deadline = self.coordinator.next_deadline()
-        if deadline is not None and deadline <= now:
-            result = self.coordinator.on_timer(now)
-            self.log.take(result)
-            self.log.flush(self.coordinator, now)
-        for member in self.members.values():
-            if not member.alive:
-                continue
-            if member.revoking and now >= member.revoked_at:
-                member.owned -= member.revoking
-                member.revoking = frozenset()
-                self.beat(member, now)
-            elif now >= member.next_beat:
-                self.beat(member, now)
+        def delivered(error: KafkaError | None, message: Message) -> None:
+            if error is not None:
+                self.failed.append(error.name())
+                return
+            _, ms = message.timestamp()
+            line = {"partition": message.partition(), "offset": message.offset()}
+            self.records.append({**line, "ts": ms / 1000})
 
-
-def _consumer_group(tracer: Tracer, seed: int) -> None:
-    rng = random.Random(seed)
-    config = GroupConfig(group_consumer_session_timeout_ms=SESSION_MS)
-    group = _ConsumerGroup(serving_coordinator(config, rng, tracer=tracer))
-
-    def add(name: str) -> None:
-        group.members[name] = _Member(name, rng.uniform(*PROCESSING))
-
-    add("consumer-1")
-    add("consumer-2")
-    for step in range(round(END / STEP) + 1):
-        now = round(step * STEP, 6)
-        if now == JOIN_AT:
-            add("consumer-3")
-        if now == CRASH_AT:
-            group.members["consumer-2"].alive = False  # wherever it was
-        group.tick(now)
-
-
-def _classic_group(tracer: Tracer, seed: int) -> None:
-    config = SimulationConfig(
-        members=2,
-        partitions=PARTITIONS,
-        assignor="range",
-        events=parse_events("join:3,crash:2"),
-        seed=seed,
-        topic=TOPIC,
-        session_timeout_ms=SESSION_MS,
-        group_id=CLASSIC,
-    )
-    simulate(config, tracer)
-
-
-def run(out: Path, seed: int = 0) -> Path:
-    """Write the traces, the produced records and truth.json under ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    traces = out / "traces"
-    with JsonLinesTracer.open(traces, node=1, flush_interval=None) as tracer:
-        _classic_group(tracer, seed)
-        _consumer_group(tracer, seed)
-    with (out / "produced.jsonl").open("w") as file:
-        for n in range(round(END / PRODUCE_EVERY)):
+        n = 0
+        # Event.wait paces the records; nothing waits for a condition here.
+        while not self._stop.wait(PRODUCE_EVERY):
             for partition in range(PARTITIONS):
-                line = {"partition": partition, "offset": n, "ts": n * PRODUCE_EVERY}
-                file.write(json.dumps(line) + "\n")
-    events = [r for r in read_trace(traces) if r["event"] == "member_assignment"]
-    produced = [json.loads(line) for line in (out / "produced.jsonl").open()]
+                producer.produce(
+                    TOPIC, b"order-%d" % n, partition=partition, on_delivery=delivered
+                )
+            n += 1
+            producer.poll(0)
+        producer.flush(WAIT)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(WAIT)
+
+
+def settled(members: Sequence[Member]) -> bool:
+    """Every live member holds partitions, none twice, and together all of them."""
+    held = [m.holds for m in members if not m.gone]
+    return (
+        all(held)
+        and sum(len(h) for h in held) == PARTITIONS
+        and frozenset().union(*held) == frozenset(range(PARTITIONS))
+    )
+
+
+def wait_until_settled(
+    groups: dict[str, list[Member]], changed: threading.Condition, what: str
+) -> None:
+    """Both groups settled, within :data:`WAIT`; a member that died on its own fails
+    the run at once."""
+
+    def died() -> list[str]:
+        members = [m for ms in groups.values() for m in ms]
+        return [m.client_id for m in members if not m.gone and m.exited is not None]
+
+    with changed:
+        done = changed.wait_for(
+            lambda: all(settled(ms) for ms in groups.values()) or bool(died()), WAIT
+        )
+        if died():
+            raise RuntimeError(f"{what}: member processes exited: {died()}")
+        if not done:
+            views = {
+                m.client_id: sorted(m.holds)
+                for ms in groups.values()
+                for m in ms
+                if not m.gone
+            }
+            raise RuntimeError(f"{what}: not settled within {WAIT}s: {views}")
+
+
+def create_topic(bootstrap: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap, "client.id": "lab18-admin"})
+    topic = NewTopic(TOPIC, PARTITIONS, 1)
+    admin.create_topics([topic], operation_timeout=WAIT)[TOPIC].result(timeout=WAIT)
+
+
+def play(bootstrap: str, logs: Path) -> tuple[list[dict[str, Any]], list[Member]]:
+    """Every step, in both groups at once; the scenario's log and the members."""
+    changed = threading.Condition()
+    groups: dict[str, list[Member]] = {protocol: [] for protocol in GROUPS}
+    named: dict[str, Member] = {}
+    actions: list[dict[str, Any]] = []
+    for action, name in STEPS:
+        ts = time.time()
+        for protocol, members in groups.items():
+            client_id = f"{protocol}-{name}"
+            if action == "crash":
+                named[client_id].kill()
+            else:
+                named[client_id] = Member.start(
+                    client_id, protocol, bootstrap, changed, logs
+                )
+                members.append(named[client_id])
+        what = f"{action} {name}"
+        wait_until_settled(groups, changed, what)
+        settled_ts = time.time()
+        actions.append(
+            {"action": action, "member": name, "ts": ts, "settled_ts": settled_ts}
+        )
+        log.info("%s: both groups settled after %.2fs", what, settled_ts - ts)
+        # Event.wait: the groups run as they are this long, whatever happens.
+        threading.Event().wait(PAUSE)
+    return actions, list(named.values())
+
+
+def run(out: Path) -> Path:
+    """Run the scenario into ``out`` (the cluster, its traces, the records, the member
+    logs, truth.json); ``out``."""
+    out = Path(out).resolve()
+    logs = out / "members"
+    logs.mkdir(parents=True, exist_ok=True)
+    ports = free_ports(4)
+    cluster = ProcessCluster.create(
+        out, 3, controller_port=ports[0], broker_ports=ports[1:], overrides=OVERRIDES
+    )
+    producing = Producing(cluster.bootstrap)
+    members: list[Member] = []
+    started = time.time()
+    try:
+        cluster.up()
+        create_topic(cluster.bootstrap)
+        producing.start()
+        actions, members = play(cluster.bootstrap, logs)
+        producing.stop()
+    finally:
+        # The members first, killed: no goodbye, and their sessions outlast the
+        # cluster's clean stop, which writes every node's last trace events out.
+        for member in members:
+            if member.process.poll() is None:
+                member.kill()
+        try:
+            cluster.down()
+        finally:
+            cluster.kill_all()
+    if producing.failed:
+        raise RuntimeError(f"records not written: {sorted(set(producing.failed))}")
+    produced = sorted(producing.records, key=lambda r: (r["partition"], r["offset"]))
+    with (out / "produced.jsonl").open("w") as file:
+        file.writelines(json.dumps(record) + "\n" for record in produced)
+    events = [
+        r for r in read_trace(out / "traces") if r["event"] == "member_assignment"
+    ]
     gaps = unowned(events)
-    document = {"gaps": gaps, "delayed": delayed(gaps, produced)}
+    document = {
+        "topic": TOPIC,
+        "partitions": PARTITIONS,
+        "groups": GROUPS,
+        "session_timeout_ms": SESSION_TIMEOUT_MS,
+        "heartbeat_interval_ms": HEARTBEAT_INTERVAL_MS,
+        "started": started,
+        "actions": actions,
+        "members": {m.client_id: m.events for m in members},
+        "gaps": gaps,
+        "delayed": delayed(gaps, produced),
+    }
     (out / "truth.json").write_text(json.dumps(document, indent=1) + "\n")
     return out
 
@@ -260,13 +401,16 @@ def delayed(
     return rows
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("out", type=Path)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    print(run(args.out, args.seed))
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("out", type=Path, help="the run's directory (created)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    begun = time.monotonic()
+    out = run(args.out)
+    print(f"lab 18 scenario: {out} in {time.monotonic() - begun:.1f}s", flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

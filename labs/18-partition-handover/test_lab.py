@@ -1,12 +1,16 @@
 """Lab 18's checks: each exercise's answer against the lab's reference on the scenario's
-traces (both protocols, the coordinator's code on virtual time: the same data on every
-run, no cluster to start).
+traces (both protocols' groups going through one membership change on a cluster of
+real processes).
 
 The scenario runs once for the module; its ``truth.json`` holds the reference answers,
-computed in plain Python from the same trace. The checks also make sure the data holds
-what the exercises' rules must tell apart: a member that still owns a partition while
-it is pending revocation, a partition unowned more than once, and groups of both
-protocols.
+computed in plain Python from the same run's trace and records, so the checks compare
+with what this run did, never with fixed numbers (live timings vary from run to run).
+The checks also make sure the run holds what the exercises' rules must tell apart: a
+member that still owns a partition while it is pending revocation, a partition
+unowned more than once, one never unowned, and groups of both protocols. A record's
+timestamp (milliseconds) seldom falls exactly on a stretch's end or start, where the
+second exercise's rule decides; so its check adds, to the run's records, one at each
+stretch's start and end of its partition, and compares over those records too.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ PRODUCED = T.StructType(
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return scenario_run(LAB, tmp_path_factory, seed=0)
+    return scenario_run(LAB, tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
@@ -103,6 +107,31 @@ def gaps_frame(spark: SparkSession, truth: dict[str, Any]) -> DataFrame:
     )
 
 
+def produced_records(run_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (run_dir / "produced.jsonl").open()]
+
+
+def boundary_records(
+    gaps: list[dict[str, Any]], produced: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """A record at each stretch's start and at its end, on its partition, numbered after
+    the run's last: where a stretch's bounds decide whether a record waited."""
+    next_offset: dict[int, int] = {}
+    for record in produced:
+        partition = int(record["partition"])
+        next_offset[partition] = max(
+            next_offset.get(partition, 0), record["offset"] + 1
+        )
+    probes = []
+    for gap in gaps:
+        for ts in (gap["start_ts"], gap["end_ts"]):
+            partition = int(gap["partition"])
+            offset = next_offset.get(partition, 0)
+            next_offset[partition] = offset + 1
+            probes.append({"partition": partition, "offset": offset, "ts": ts})
+    return probes
+
+
 # --- the data holds every case -------------------------------------------------------
 
 
@@ -116,11 +145,16 @@ def test_the_traces_hold_what_the_rules_must_tell_apart(
     assert {e["group_type"] for e in events} == {"classic", "consumer"}
     # KIP-848: a partition a member must give back is still its own for a while
     assert any(e["partitions_pending_revocation"] for e in events)
-    # the reference is the scenario's, and some partition went unowned twice
-    produced = [json.loads(line) for line in (run_dir / "produced.jsonl").open()]
+    # the reference is the scenario's, over this run's trace and records
+    produced = produced_records(run_dir)
     assert scenario.unowned(events) == truth["gaps"]
     assert scenario.delayed(truth["gaps"], produced) == truth["delayed"]
+    # some partition went unowned twice, some never, and records waited in both groups
     assert any(r["gaps"] >= 2 for r in truth["delayed"])
+    assert any(r["gaps"] == 0 for r in truth["delayed"])
+    for group_type in ("classic", "consumer"):
+        mine = [r for r in truth["delayed"] if r["group_type"] == group_type]
+        assert sum(r["delayed_records"] for r in mine) > 0, group_type
     # a partition never owned twice at once in either group (the coordinator's promise)
     owned: dict[tuple[str, str], set[str]] = {}
     for e in sorted(events, key=lambda e: float(e["ts"])):
@@ -151,13 +185,27 @@ def test_unowned(
         ), (row, gap)
 
 
+@pytest.fixture(scope="module")
+def probed(
+    spark: SparkSession, produced: DataFrame, truth: dict[str, Any], run_dir: Path
+) -> tuple[DataFrame, list[dict[str, Any]]]:
+    """The run's records and one at each stretch's bounds (:func:`boundary_records`),
+    and the reference's answer over them."""
+    records = produced_records(run_dir)
+    probes = boundary_records(truth["gaps"], records)
+    frame = produced.unionByName(spark.createDataFrame(probes, schema=PRODUCED))
+    expected = LAB.module("scenario").delayed(truth["gaps"], records + probes)
+    return frame.cache(), expected
+
+
 def test_delayed(
     spark: SparkSession,
     answers: ModuleType,
-    produced: DataFrame,
+    probed: tuple[DataFrame, list[dict[str, Any]]],
     truth: dict[str, Any],
 ) -> None:
-    result = answer(answers, "delayed", gaps_frame(spark, truth), produced)
+    records, expected_rows = probed
+    result = answer(answers, "delayed", gaps_frame(spark, truth), records)
     assert result.columns == [
         "group_type",
         "partition",
@@ -167,9 +215,9 @@ def test_delayed(
     ]
     found = rows(result)
     assert [(r["group_type"], r["partition"]) for r in found] == [
-        (r["group_type"], r["partition"]) for r in truth["delayed"]
+        (r["group_type"], r["partition"]) for r in expected_rows
     ], "every partition under each group type, ordered by group_type, partition"
-    for row, expected in zip(found, truth["delayed"], strict=True):
+    for row, expected in zip(found, expected_rows, strict=True):
         assert row["unowned_ms"] == pytest.approx(expected["unowned_ms"], abs=1e-3)
         assert (row["gaps"], row["delayed_records"]) == (
             expected["gaps"],

@@ -1,4 +1,5 @@
-"""Counts a record produced at a stretch's ``end_ts`` as delayed."""
+"""Counts a record produced at a stretch's ``end_ts`` as delayed: the stretch read as
+``start_ts <= ts <= end_ts``."""
 
 from __future__ import annotations
 
@@ -11,14 +12,28 @@ _solutions = find_lab(18).module("solutions")
 
 
 def delayed(gaps: DataFrame, produced: DataFrame) -> DataFrame:
-    stretched = gaps.withColumn("end_ts", F.col("end_ts") + 1e-9)
-    found: DataFrame = _solutions.delayed(stretched, produced)
-    exact = _solutions.delayed(gaps, produced).select(
-        "group_type", "partition", "unowned_ms"
+    found: DataFrame = _solutions.delayed(gaps, produced)
+    waiting = (
+        gaps.alias("g")
+        .join(
+            produced.alias("r"),
+            (F.col("g.partition") == F.col("r.partition"))
+            & (F.col("r.ts") >= F.col("g.start_ts"))
+            & (F.col("r.ts") <= F.col("g.end_ts")),
+        )
+        .select("g.group_type", "g.partition", "r.offset")
+        .distinct()
+        .groupBy("group_type", "partition")
+        .agg(F.count("*").alias("waiting"))
     )
     return (
-        found.drop("unowned_ms")
-        .join(exact, ["group_type", "partition"])
-        .select("group_type", "partition", "gaps", "unowned_ms", "delayed_records")
+        found.join(waiting, ["group_type", "partition"], "left")
+        .select(
+            "group_type",
+            "partition",
+            "gaps",
+            "unowned_ms",
+            F.coalesce("waiting", F.lit(0)).cast("long").alias("delayed_records"),
+        )
         .orderBy("group_type", "partition")
     )
