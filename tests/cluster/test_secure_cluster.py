@@ -14,6 +14,9 @@ Guarantees checked:
 - **Raft between controllers over SASL_SSL**: in a quorum of three controllers, the
   active one SIGKILLed, another is elected (its Vote and Fetch traffic logs in as
   ``User:broker``) and a topic created after it is replicated;
+- **the nodes' own channels re-authenticate in place (KIP-368)**: with
+  ``connections.max.reauth.ms=2000``, replica fetches and heartbeats to the controller
+  stay on one connection each through several sessions;
 - **a wrong inter-broker password is reported, not a silent hang**: a broker whose own
   login is wrong logs why (``failed authentication due to``) at ERROR; in KRaft it cannot
   register, and starting the cluster fails naming the node with that reason.
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -33,6 +37,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from minikafka.broker._secure_cluster import client_settings, secure_overrides
 from minikafka.broker.testing import ProcessCluster, free_ports
 from minikafka.net.testing import ThrowawayPki, make_pki
+from minikafka.trace import read_trace
 from tests.cluster._cluster import FAST, MODES, WAIT, MakeCluster, wait_for
 
 pytestmark = [pytest.mark.timeout(400), pytest.mark.external]
@@ -263,3 +268,61 @@ def test_a_wrong_inter_broker_password_in_zookeeper_mode_is_logged(
     )
     wait_for(lambda: bad not in partition_state(settings)[1], f"{bad} out of the ISR")
     assert partition_state(settings)[0] != bad
+
+
+def test_brokers_reauthenticate_their_own_channels_without_reconnecting(
+    make_cluster: MakeCluster, pki: ThrowawayPki
+) -> None:
+    """KIP-368 between nodes: with ``connections.max.reauth.ms=2000`` on every SASL_SSL
+    listener, the replica fetchers' connections to the leaders and the brokers' channels
+    to the controller renew their sessions on the same connections through four and a
+    half lifetimes, read from the nodes' traces: each fetcher's Fetches and each
+    broker's heartbeats travel on one connection, which answered SaslHandshake at least
+    three more times, and no node closes a connection for an expired session."""
+    cluster = make_cluster(
+        security_protocol=PROTOCOL,
+        **overrides(pki, "kraft"),
+        **{"connections.max.reauth.ms": "2000"},
+    )
+    settings = client(cluster, pki)
+    admin = AdminClient(settings)
+    admin.create_topics([NewTopic(TOPIC, 1, 3)])[TOPIC].result(timeout=WAIT)
+    wait_for(lambda: len(partition_state(settings)[1]) == 3, "three replicas in sync")
+    start = time.time()
+    producer = NumberedProducer(settings)
+    producer.thread.start()
+    try:
+        wait_for(
+            lambda: time.time() >= start + 9.0 and len(producer.acked) >= 100,
+            "four and a half session lifetimes of writes",
+        )
+    finally:
+        producer.stop.set()
+        producer.thread.join(WAIT * 2)
+    end = time.time()
+    assert not producer.errors, producer.errors
+    assert len(partition_state(settings)[1]) == 3
+    cluster.down()  # the traces are complete once the nodes have stopped
+    requests = [
+        r
+        for r in read_trace(cluster.root / "traces")
+        if r["event"] == "request" and start <= float(str(r["ts"])) <= end
+    ]
+    renewals = Counter(
+        (r["node"], r["connection_id"]) for r in requests if r["api_key"] == 17
+    )
+    channels: dict[tuple[object, object], set[object]] = {}
+    for r in requests:
+        if r["api_key"] in (1, 63) and r["client_id"] != "rdkafka":
+            channels.setdefault((r["node"], r["client_id"]), set()).add(
+                r["connection_id"]
+            )
+    names = {str(client_id) for _, client_id in channels}
+    assert any(n.startswith("ReplicaFetcherThread") for n in names), names
+    assert any(n.endswith("-to-controller") for n in names), names
+    for (node, client_id), connections in channels.items():
+        assert len(connections) == 1, f"{client_id} to node {node} reconnected"
+        (connection,) = connections
+        assert renewals[node, connection] >= 3, f"{client_id} to node {node}"
+    for node in cluster.node_ids:
+        assert "session expired" not in cluster.log_file(node).read_text()

@@ -17,13 +17,18 @@ refuses to send a version the broker did not advertise. With a :class:`ClientSec
 listener) it first completes the TLS handshake and, after ApiVersions, authenticates
 (``_client_security.py``); a connection takes no other request until both are done. A
 refusal is logged once per node at ERROR, as Kafka's NetworkClient logs a failed
-authentication, and fails the request with :class:`AuthenticationFailed`.
+authentication, and fails the request with :class:`AuthenticationFailed`. When the
+broker's SaslAuthenticate answer gives the session a lifetime (KIP-368,
+``connections.max.reauth.ms``), the connection re-authenticates before it ends, between
+two requests and without closing (``minikafka.security``'s
+:class:`~minikafka.security.ClientReauthentication` says when).
 """
 
 from __future__ import annotations
 
 import collections
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 
@@ -31,6 +36,8 @@ import attrs
 import trio
 from kio.schema.errors import ErrorCode
 from kio.static.protocol import RequestPayload, ResponsePayload
+
+from minikafka.security import ClientReauthentication
 
 from ._api_keys import ApiKey
 from ._api_versions import API_VERSIONS_RESPONSES
@@ -103,6 +110,13 @@ class _NodeConnection:
     ready: trio.Event = attrs.field(factory=trio.Event)
     _wakeup: trio.Event = attrs.field(factory=trio.Event)
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
+    # KIP-368: what a re-authentication needs (the client's SASL login, a builder of
+    # the connection's request frames, how long to wait for each answer) and, once the
+    # broker gave the session a lifetime, when to re-authenticate.
+    security: ClientSecurity | None = None
+    build: Callable[[RequestPayload], _InFlight] | None = None
+    request_timeout: float = math.inf
+    session: ClientReauthentication | None = None
 
     def enqueue(self, item: _InFlight) -> None:
         if self.closed:
@@ -137,18 +151,77 @@ class _NodeConnection:
         self.unsent.clear()
         self._wakeup.set()
 
+    def authenticated(self, session_lifetime_ms: int) -> None:
+        """The SASL exchange completed with this session lifetime (0: none)."""
+        if session_lifetime_ms > 0 and self.session is None:
+            self.session = ClientReauthentication()
+        if self.session is not None:
+            self.session.authenticated(session_lifetime_ms, trio.current_time())
+            self._wakeup.set()  # the send loop's timer takes the new deadline
+
     async def _send_loop(self) -> None:
         while True:
-            # Send the oldest unsent request once fewer than max_in_flight await answers.
-            while not self.unsent or len(self.in_flight) >= self.max_in_flight:
+            session = self.session
+            if session is not None and session.due(trio.current_time()):
+                await self._reauthenticate(session)
+            elif self.unsent and len(self.in_flight) < self.max_in_flight:
+                # The oldest unsent request, once fewer than max_in_flight await answers.
+                await self._send(self.unsent.popleft())
+            else:
                 self._wakeup = trio.Event()
-                await self._wakeup.wait()
-            item = self.unsent.popleft()
-            if item.expect_response:
-                self.in_flight.append(item)
-            await self.stream.send_all(item.frame)
-            if not item.expect_response:
-                item.finish()
+                deadline = None if session is None else session.next_deadline()
+                with trio.move_on_at(math.inf if deadline is None else deadline):
+                    await self._wakeup.wait()
+
+    async def _send(self, item: _InFlight) -> None:
+        if item.expect_response:
+            self.in_flight.append(item)
+        await self.stream.send_all(item.frame)
+        if not item.expect_response:
+            item.finish()
+
+    async def _reauthenticate(self, session: ClientReauthentication) -> None:
+        """KIP-368: SaslHandshake and SaslAuthenticate again on this connection. Once it
+        is due no new request is sent, those in flight are answered first, and the
+        queue waits until the exchange completes: the broker reads the connection's
+        requests in order, and no other answer may come between the exchange's own.
+        Kafka's client starts it when it next has a request to send; here the timer
+        starts it too, so that an idle connection's session does not lapse unseen."""
+        while self.in_flight:
+            self._wakeup = trio.Event()
+            await self._wakeup.wait()
+        assert self.security is not None
+        node = self.node
+        late = (
+            " (after the session's end)" if session.expired(trio.current_time()) else ""
+        )
+        _logger.debug("Re-authenticating to node %d%s", node.node_id, late)
+        try:
+            lifetime = await self.security.authenticate(self._exchange)
+        except AuthenticationFailed as e:
+            _logger.error(
+                "Connection to node %d (%s:%d) failed re-authentication due to: %s",
+                *(node.node_id, node.host, node.port, e),
+            )
+            raise
+        self.authenticated(lifetime)
+
+    async def _exchange(self, body: RequestPayload) -> ResponsePayload | None:
+        """One request of a re-authentication: sent at once, its answer awaited within
+        ``request.timeout.ms`` (past it the connection fails, as any request's would)."""
+        assert self.build is not None
+        item = self.build(body)
+        await self._send(item)
+        with trio.move_on_after(self.request_timeout):
+            await item.done.wait()
+        if not item.done.is_set():
+            raise RequestTimedOut(
+                f"{api_name(item.api_key)} to node {self.node.node_id} timed out "
+                f"after {self.request_timeout}s"
+            )
+        if item.error is not None:
+            raise item.error
+        return item.response
 
     async def _receive_loop(self) -> None:
         decoder = FrameDecoder(self.max_frame_bytes)
@@ -311,6 +384,12 @@ class NetworkClient:
     def _enqueue_on(
         self, connection: _NodeConnection, body: RequestPayload, expect_response: bool
     ) -> PendingRequest:
+        item = self._item(body, expect_response)
+        connection.enqueue(item)
+        return PendingRequest(self, connection, item)
+
+    def _item(self, body: RequestPayload, expect_response: bool = True) -> _InFlight:
+        """``body`` framed with its header and the next correlation id."""
         api_key, api_version = int(body.__api_key__), int(body.__version__)
         correlation_id = self._next_correlation_id
         self._next_correlation_id = (correlation_id + 1) % 2**31
@@ -318,15 +397,13 @@ class NetworkClient:
             api_key, api_version, correlation_id, self.client_id
         )
         payload += encode_entity(body)
-        item = _InFlight(
+        return _InFlight(
             correlation_id,
             api_key,
             api_version,
             expect_response,
             SIZE_PREFIX.pack(len(payload)) + payload,
         )
-        connection.enqueue(item)
-        return PendingRequest(self, connection, item)
 
     def _drop(self, connection: _NodeConnection, error: Exception) -> None:
         if self._connections.get(connection.node) is connection:
@@ -361,13 +438,17 @@ class NetworkClient:
         connection = _NodeConnection(
             node, stream, self.max_in_flight, self.max_frame_bytes
         )
+        connection.security, connection.build = security, self._item
+        connection.request_timeout = self.request_timeout
         self._nursery.start_soon(_run_connection, connection, stream)
         self._connections[node] = connection
         try:
             connection.api_versions = await self._negotiate(connection)
             if security is not None:
-                await security.authenticate(
-                    lambda body: self._send_on(connection, body)
+                connection.authenticated(
+                    await security.authenticate(
+                        lambda body: self._send_on(connection, body)
+                    )
                 )
         except AuthenticationFailed as e:
             self._drop(connection, DisconnectedError("authentication failed"))

@@ -66,6 +66,8 @@ from ._principal import NoMatchingRuleError as NoMatchingRuleError
 from ._principal import SslPrincipalMapper as SslPrincipalMapper
 from ._principal import distinguished_name as distinguished_name
 from ._principal import parse_mapping_rules as parse_mapping_rules
+from ._reauthentication import REAUTHENTICATION_WINDOW as REAUTHENTICATION_WINDOW
+from ._reauthentication import ClientReauthentication as ClientReauthentication
 from ._sasl import SaslAuthenticationError as SaslAuthenticationError
 from ._sasl import SaslError as SaslError
 from ._sasl import SaslServer as SaslServer
@@ -96,6 +98,7 @@ __all__ = [
     "CLUSTER_NAME",
     "OAUTHBEARER",
     "PLAIN",
+    "REAUTHENTICATION_WINDOW",
     "SCRAM_MECHANISMS",
     "SCRAM_SHA_256",
     "SCRAM_SHA_512",
@@ -115,6 +118,7 @@ __all__ = [
     "Authenticated",
     "AuthenticationFailed",
     "AuthorizationResult",
+    "ClientReauthentication",
     "Close",
     "Decision",
     "DelegationTokenCredential",

@@ -27,6 +27,7 @@ from ._acls import (
     removal_prompts,
     remove,
 )
+from ._cli_common import BootstrapServer, CommandConfig
 from ._connection import (
     ToolError,
     connect,
@@ -37,19 +38,8 @@ from ._connection import (
 
 
 def acls(
-    bootstrap_server: Annotated[
-        str,
-        typer.Option("--bootstrap-server", metavar="HOST:PORT", help="the broker(s)"),
-    ],
-    command_config: Annotated[
-        str | None,
-        typer.Option(
-            "--command-config",
-            metavar="FILE",
-            help="a properties file for the admin client (security.protocol, ssl.*, "
-            "sasl.*)",
-        ),
-    ] = None,
+    bootstrap_server: BootstrapServer,
+    command_config: CommandConfig = None,
     add_: Annotated[bool, typer.Option("--add", help="add ACLs")] = False,
     remove_: Annotated[bool, typer.Option("--remove", help="remove ACLs")] = False,
     list_: Annotated[bool, typer.Option("--list", help="list ACLs")] = False,

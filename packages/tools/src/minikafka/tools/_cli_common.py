@@ -1,6 +1,7 @@
-"""What the ``minikafka`` client tools share: the ``--bootstrap-server`` option, running a
-tool against a cluster (a ToolError is one line on stderr and exit status 1), and usage
-errors (exit status 2)."""
+"""What the ``minikafka`` client tools share: the ``--bootstrap-server`` and
+``--command-config`` options (each declared once, so every tool's flag and help are the
+same), running a tool against a cluster (a ToolError is one line on stderr and exit
+status 1), and usage errors (exit status 2)."""
 
 from __future__ import annotations
 
@@ -22,12 +23,13 @@ from ._connection import (
 
 T = TypeVar("T")
 
-BootstrapServer = Annotated[
-    str,
-    typer.Option(
-        "--bootstrap-server", metavar="HOST:PORT", help="the broker(s), comma-separated"
-    ),
-]
+_BOOTSTRAP_SERVER = typer.Option(
+    "--bootstrap-server", metavar="HOST:PORT", help="the broker(s), comma-separated"
+)
+BootstrapServer = Annotated[str, _BOOTSTRAP_SERVER]
+OptionalBootstrapServer = Annotated[str | None, _BOOTSTRAP_SERVER]
+"""For a tool that names its own error when it is missing (kafka-configs.sh's "Either
+--bootstrap-server or --bootstrap-controller must be specified.")."""
 
 
 CommandConfig = Annotated[

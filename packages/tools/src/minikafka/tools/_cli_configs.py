@@ -18,6 +18,7 @@ import typer
 
 from minikafka.client import KafkaException
 
+from ._cli_common import CommandConfig, OptionalBootstrapServer
 from ._configs import (
     AdminCallFailed,
     ConfigCommandError,
@@ -36,14 +37,7 @@ from ._connection import ToolError, connect, load_properties, lone_errors
 
 
 def configs(
-    bootstrap_server: Annotated[
-        str | None,
-        typer.Option(
-            "--bootstrap-server",
-            metavar="HOST:PORT",
-            help="the broker(s), comma-separated",
-        ),
-    ] = None,
+    bootstrap_server: OptionalBootstrapServer = None,
     describe_: Annotated[
         bool, typer.Option("--describe", help="list the entity's configs")
     ] = False,
@@ -111,15 +105,7 @@ def configs(
         list[str] | None,
         typer.Option("--delete-config", metavar="K1,K2", help="overrides to remove"),
     ] = None,
-    command_config: Annotated[
-        str | None,
-        typer.Option(
-            "--command-config",
-            metavar="FILE",
-            help="a properties file for the admin client (security.protocol, ssl.*, "
-            "sasl.*)",
-        ),
-    ] = None,
+    command_config: CommandConfig = None,
 ) -> None:
     """Describe or change topic and broker configs (kafka-configs.sh)."""
     flags = Flags(

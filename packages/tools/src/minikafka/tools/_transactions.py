@@ -28,7 +28,7 @@ from minikafka.client import (
     TransactionDescription,
 )
 
-from ._cli_common import CommandConfig, run_tool
+from ._cli_common import BootstrapServer, CommandConfig, run_tool
 from ._connection import describe_failure
 
 CLIENT_ID = "minikafka-transactions"
@@ -153,14 +153,7 @@ transactions_app = typer.Typer(
 @transactions_app.callback()
 def _transactions_group(
     ctx: typer.Context,
-    bootstrap_server: Annotated[
-        str,
-        typer.Option(
-            "--bootstrap-server",
-            metavar="HOST:PORT",
-            help="the broker(s), comma-separated",
-        ),
-    ],
+    bootstrap_server: BootstrapServer,
     command_config: CommandConfig = None,
 ) -> None:
     """List transactions and describe a transactional id's state

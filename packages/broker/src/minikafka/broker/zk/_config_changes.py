@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from typing import ClassVar
 
 import attrs
 import trio
@@ -58,6 +59,7 @@ from minikafka.zk import (
 )
 
 from .._local_replicas import LoggingFaultHandler
+from ._notifications import NotificationFollower
 
 _logger = logging.getLogger("minikafka.broker")
 
@@ -115,10 +117,11 @@ async def _ignore(name: str) -> None:
 
 
 @attrs.define(eq=False)
-class DynamicConfigManager:
+class DynamicConfigManager(NotificationFollower):
     """Follows ``/config/changes`` for one broker: :meth:`notify` when its children
     watch fires (or the session is back: a watch may have been lost), and :meth:`run`
-    handles every notification not handled yet, in order, calling ``on_topic_config``
+    (:class:`~._notifications.NotificationFollower`'s loop) handles every notification
+    not handled yet, in order, calling ``on_topic_config``
     with each topic named, ``on_broker_config`` with each broker resource named
     (``""`` for ``brokers/<default>``, else the id: every broker's, the listener
     decides which it follows) and ``on_user_config`` with each user named.
@@ -143,6 +146,7 @@ class DynamicConfigManager:
     """Wall-clock milliseconds, as ZooKeeper stamps a znode's creation."""
     cursor: ConfigChangeCursor = attrs.field(factory=ConfigChangeCursor)
     _wanted: trio.Event = attrs.field(init=False, factory=trio.Event)
+    NOTIFICATIONS: ClassVar[str] = "config change"
 
     async def start(self) -> None:
         """Set the watch and skip the notifications already there: a broker reads a
@@ -152,23 +156,6 @@ class DynamicConfigManager:
         self.cursor.skip_existing(
             await self.zk.get_children(CONFIG_CHANGES, watch=True)
         )
-
-    def notify(self) -> None:
-        self._wanted.set()
-
-    async def run(
-        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        task_status.started()
-        while True:
-            await self._wanted.wait()
-            self._wanted = trio.Event()
-            with self.faults.guard("Error processing config change notifications"):
-                try:
-                    await self.process()
-                except KazooException as exc:
-                    # ZooKeeper unreachable: the reconnection notifies again.
-                    _logger.warning("config change notifications not read: %r", exc)
 
     async def process(self) -> None:
         """Handle every notification not handled yet, then purge the expired ones.

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import ClassVar
 
 import attrs
 import trio
@@ -70,6 +71,7 @@ from minikafka.zk import (
 
 from .._local_replicas import LoggingFaultHandler
 from ._metadata import ZkBrokerMetadata
+from ._notifications import NotificationFollower
 from ._security_diff import (
     acl_image,
     acls_created,
@@ -160,11 +162,12 @@ async def write_security_change(
 
 
 @attrs.define(eq=False)
-class ZkSecuritySource:
+class ZkSecuritySource(NotificationFollower):
     """One broker's copy of the credentials and the ACLs ZooKeeper holds, kept in its
     image. :meth:`start` reads them all; then :meth:`on_user_config_change` (from
     ``/config/changes``) and :meth:`notify` (an ACL change parent's watch fired, or the
-    session is back) keep them current."""
+    session is back; :class:`~._notifications.NotificationFollower`'s loop) keep them
+    current."""
 
     zk: ZkClient
     metadata: ZkBrokerMetadata
@@ -182,6 +185,7 @@ class ZkSecuritySource:
         }
     )
     _wanted: trio.Event = attrs.field(init=False, factory=trio.Event)
+    NOTIFICATIONS: ClassVar[str] = "ACL change"
 
     async def start(self) -> None:
         """Set the ACL change watches, skip the notifications already there, then read
@@ -208,23 +212,6 @@ class ZkSecuritySource:
         else:
             self.users.pop(user, None)
         self._apply()
-
-    def notify(self) -> None:
-        self._wanted.set()
-
-    async def run(
-        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
-    ) -> None:
-        task_status.started()
-        while True:
-            await self._wanted.wait()
-            self._wanted = trio.Event()
-            with self.faults.guard("Error processing ACL change notifications"):
-                try:
-                    await self.process()
-                except KazooException as exc:
-                    # ZooKeeper unreachable: the reconnection notifies again.
-                    _logger.warning("ACL change notifications not read: %r", exc)
 
     async def process(self) -> None:
         """Read again each pattern a notification not handled yet names, then purge the
