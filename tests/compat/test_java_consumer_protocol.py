@@ -160,6 +160,18 @@ def describe_until(
     return last
 
 
+def assert_quiet(members: list[JavaMember]) -> None:
+    """Nothing the broker answered made the clients complain, but for the race of
+    Kafka 4.1's OffsetCommit: a commit sent with the member epoch that a heartbeat
+    answer in flight has just replaced is refused (STALE_MEMBER_EPOCH); the client logs
+    it as an error and commitSync throws, and the next batch's commit covers it. Kafka
+    4.1.1's broker refuses the same commits in the same scenario."""
+    for m in members:
+        stale = [w for w in m.warnings() if STALE_COMMIT in w]
+        assert [w for w in m.warnings() if STALE_COMMIT not in w] == [], m.name
+        assert len(stale) == len([e for e in m.failed_commits if "stale" in e])
+
+
 def assert_owned_once(spans: list[Span]) -> None:
     """No two members' stretches of ownership of one partition overlap."""
     by_partition: dict[int, list[tuple[float, float, str]]] = {}
@@ -177,15 +189,18 @@ def assert_owned_once(spans: list[Span]) -> None:
                 held_until, holder = end, member
 
 
-def assert_traced_owned_once(traces: Path, group: str) -> set[str]:
-    """Replays the broker's ``group.member_assignment`` events of ``group``: at no
-    point does it count a partition as two members'. The client ids it saw."""
+def assert_traced_owned_once(
+    traces: Path, group: str, kinds: frozenset[str] | set[str] = frozenset({"consumer"})
+) -> set[str]:
+    """Replays the broker's ``group.member_assignment`` events of ``group`` (a group of
+    one of ``kinds``): at no point does it count a partition as two members'. The
+    client ids it saw."""
     owned: dict[str, set[str]] = {}
     clients: set[str] = set()
     for record in read_trace(traces):
         if record["event"] != "member_assignment" or record["group_id"] != group:
             continue
-        assert record["group_type"] == "consumer"
+        assert record["group_type"] in kinds
         clients.add(str(record["client_id"]))
         assigned = record["assigned_partitions"]
         pending = record["partitions_pending_revocation"]
@@ -268,16 +283,7 @@ def test_a_member_killed_and_one_added_lose_no_record_and_share_no_partition(
     assert [e for m in everyone for e in m.errors] == []
     assert [r for m in everyone for r in m.outside] == []
     # nothing the broker answered made the client complain
-    # Nothing the broker answered made the client complain, but for the race of
-    # Kafka 4.1's OffsetCommit: a commit sent with the member epoch that a heartbeat
-    # answer in flight has just replaced is refused (STALE_MEMBER_EPOCH), the client
-    # logs it as an error and commitSync throws; the next batch's commit covers it.
-    # Kafka 4.1.1's broker refuses the same commits in the same scenario.
-    for m in everyone:
-        stale = [w for w in m.warnings() if STALE_COMMIT in w]
-        assert [w for w in m.warnings() if STALE_COMMIT not in w] == []
-        assert len(stale) == len(m.failed_commits)
-        assert all("stale member epoch" in e for e in m.failed_commits)
+    assert_quiet(everyone)
     assert b.read, "the killed member read before it died"
     read = Counter(r for m in everyone for r in m.read)
     assert set(read) == writer.acked  # every record, at least once
@@ -302,3 +308,95 @@ def test_a_member_killed_and_one_added_lose_no_record_and_share_no_partition(
     } <= sent
     assert "JOIN_GROUP" not in {api for api, _ in sent}
     assert not {"CONSUMER_GROUP_HEARTBEAT", "CONSUMER_GROUP_DESCRIBE"} & refused(log)
+
+
+CLASSIC = {
+    "group.protocol": "classic",
+    "enable.auto.commit": "false",
+    "auto.offset.reset": "earliest",
+    "session.timeout.ms": "6000",
+    "heartbeat.interval.ms": "500",
+}
+
+
+@pytest.mark.compat("ConsumerGroupHeartbeat", "java")
+@pytest.mark.compat("ConsumerGroupDescribe", "java")
+@pytest.mark.compat("JoinGroup", "java")
+@pytest.mark.compat("SyncGroup", "java")
+def test_a_classic_java_group_upgrades_and_downgrades_online_reading_every_record(
+    traced_broker: BrokerProcess, name: str, tmp_path: Path
+) -> None:
+    """The online upgrade (KIP-848's "Upgrade/Downgrade"): a Java consumer with
+    ``group.protocol=consumer`` joins a live classic group of one Java member; the group
+    becomes a consumer group in which the classic member rejoins and is given its share
+    by the broker's assignor; when the consumer-protocol member leaves, the group is
+    classic again. Checked: every record read at least once (twice only after a failed
+    commit), no partition owned by two members at once (callbacks and the broker's
+    trace), and the Java Admin's description of the group at each stage."""
+    ConfluentGroups(traced_broker.bootstrap).create_topic(name, PARTITIONS)
+    changed = threading.Condition()
+
+    def member(client: str, config: dict[str, str]) -> JavaMember:
+        config = {**config, "group.id": name}
+        return JavaMember(
+            traced_broker.bootstrap, name, client, config, changed, tmp_path
+        )
+
+    writer = Writer(traced_broker.bootstrap, name)
+    everyone: list[JavaMember] = []
+    try:
+        everyone.append(member("old", CLASSIC))
+        old = everyone[0]
+        wait(everyone, lambda: shared([old]), "the classic member owns the topic")
+        classic = old.describe()
+        assert (classic["type"], described_owners(classic)) == (
+            "Classic",
+            {"old": list(range(PARTITIONS))},
+        )
+
+        everyone.append(member("new", CONSUMER))
+        new = everyone[1]
+        wait(everyone, lambda: shared([old, new]), "both members share the topic")
+        mixed = describe_until(old, [old, new], "the upgraded group, both members")
+        assert mixed["type"] == "Consumer"
+        assert {m["client_id"]: m["upgraded"] for m in mixed["members"]} == {
+            "old": False,
+            "new": True,
+        }
+
+        wait(everyone, lambda: len(new.read) >= 30, "the new member reads")
+        new.stop()  # the last consumer-protocol member leaves: classic again
+        new.join()
+        wait(everyone, lambda: shared([old]), "the classic member owns it all again")
+        scenarios.poll_until(
+            lambda: old.describe()["type"] == "Classic", "the group classic again"
+        )
+        writer.finish()
+        wait(
+            everyone,
+            lambda: writer.acked <= {r for m in everyone for r in m.read},
+            "every acknowledged record read",
+        )
+    finally:
+        writer.stop.set()
+        for m in everyone:
+            m.stop()
+        for m in everyone:
+            m.join()
+    traced_broker.stop()
+
+    assert writer.errors == []
+    assert [e for m in everyone for e in m.errors] == []
+    assert [r for m in everyone for r in m.outside] == []
+    assert_quiet(everyone)
+    assert old.read
+    assert new.read
+    read = Counter(r for m in everyone for r in m.read)
+    assert set(read) == writer.acked
+    uncommitted = set().union(*(m.uncommitted for m in everyone))
+    twice = {r for r, n in read.items() if n > 1}
+    assert twice <= uncommitted, f"read twice, committed: {sorted(twice)[:10]}"
+    assert_owned_once([s for m in everyone for s in m.member_spans()])
+    assert {"old", "new"} <= assert_traced_owned_once(
+        traced_broker.trace_dir or tmp_path, name, kinds={"classic", "consumer"}
+    )
