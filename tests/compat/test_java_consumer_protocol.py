@@ -29,86 +29,30 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from confluent_kafka import KafkaError, Message, Producer
 
 from minikafka.broker.testing import BrokerProcess
 from minikafka.trace import read_trace
-from reference.java import refused, requests_sent
+from reference.java import requests_sent
 from tests.compat import _groups as scenarios
-from tests.compat._java_member import JavaMember, Span, wait
+from tests.compat._java_consumer_group import (
+    CONSUMER,
+    PARTITIONS,
+    Writer,
+    assert_owned_once,
+    assert_quiet,
+    check,
+    describe_until,
+    described_owners,
+    killed_and_added,
+    shared,
+)
+from tests.compat._java_member import JavaMember, wait
 from tests.compat.test_consumer_protocol_confluent import OVERRIDES
 from tests.compat.test_groups_confluent import ConfluentGroups
 
 pytestmark = [pytest.mark.external, pytest.mark.serial, pytest.mark.timeout(300)]
-
-PARTITIONS = 6
-CONSUMER = {
-    "group.protocol": "consumer",
-    "enable.auto.commit": "false",
-    "auto.offset.reset": "earliest",
-}
-
-Record = tuple[int, int]  # partition, offset
-
-STALE_COMMIT = "with stale member epoch error"
-
-
-class Writer:
-    """confluent-kafka's idempotent producer writing a record to each partition every
-    few milliseconds until :meth:`finish`; keeps where each acknowledged record landed."""
-
-    def __init__(self, bootstrap: str, topic: str) -> None:
-        self.acked: set[Record] = set()
-        self.errors: list[KafkaError] = []
-        self.stop = threading.Event()
-        self._topic = topic
-        self._producer = Producer(
-            {
-                "bootstrap.servers": bootstrap,
-                "enable.idempotence": True,
-                "linger.ms": 5,
-                "log_level": 0,
-            }
-        )
-        self._thread = threading.Thread(target=self._run, daemon=True, name="writer")
-        self._thread.start()
-
-    def _delivered(self, error: KafkaError | None, message: Message) -> None:
-        if error is not None:
-            self.errors.append(error)
-            return
-        partition, offset = message.partition(), message.offset()
-        assert partition is not None
-        assert offset is not None
-        self.acked.add((partition, offset))
-
-    def _run(self) -> None:
-        n = 0
-        while not self.stop.wait(0.02):  # some 300 records a second
-            for partition in range(PARTITIONS):
-                self._producer.produce(
-                    self._topic,
-                    b"%d" % n,
-                    partition=partition,
-                    on_delivery=self._delivered,
-                )
-            n += 1
-            self._producer.poll(0)
-
-    def finish(self) -> None:
-        self.stop.set()
-        self._thread.join(scenarios.WAIT)
-        assert self._producer.flush(scenarios.WAIT) == 0, "records left undelivered"
-
-    def ends(self) -> dict[str, int]:
-        """Each partition's end offset, as the group's committed offsets should be."""
-        ends: dict[str, int] = {}
-        for partition, offset in self.acked:
-            ends[str(partition)] = max(ends.get(str(partition), 0), offset + 1)
-        return ends
 
 
 @pytest.fixture
@@ -126,67 +70,6 @@ def traced_broker(tmp_path: Path) -> Iterator[BrokerProcess]:
         trace_events=["group.member_assignment"],
     ) as broker:
         yield broker
-
-
-def shared(members: list[JavaMember]) -> bool:
-    """Every partition owned by exactly one of ``members``, and each owns some."""
-    owned = [p for m in members for p in m.owned]
-    return sorted(owned) == list(range(PARTITIONS)) and all(m.owned for m in members)
-
-
-def described_owners(group: Any) -> dict[str, list[int]]:
-    return {m["client_id"]: m["partitions"] for m in group["members"]}
-
-
-def describe_until(
-    asker: JavaMember, members: list[JavaMember], what: str
-) -> dict[str, Any]:
-    """The group as the Java Admin client describes it, once it shows ``members`` with
-    the partitions their callbacks say they own (the broker's answer may trail the
-    members' callbacks by a heartbeat)."""
-    last: dict[str, Any] = {}
-
-    def matches() -> bool:
-        nonlocal last
-        last = dict(asker.describe())
-        with asker.changed:
-            owned = {m.name: sorted(m.owned) for m in members}
-        return described_owners(last) == owned and last["state"] == "Stable"
-
-    try:
-        scenarios.poll_until(matches, what)
-    except AssertionError as exc:
-        raise AssertionError(f"{exc}; last described {last}") from None
-    return last
-
-
-def assert_quiet(members: list[JavaMember]) -> None:
-    """Nothing the broker answered made the clients complain, but for the race of
-    Kafka 4.1's OffsetCommit: a commit sent with the member epoch that a heartbeat
-    answer in flight has just replaced is refused (STALE_MEMBER_EPOCH); the client logs
-    it as an error and commitSync throws, and the next batch's commit covers it. Kafka
-    4.1.1's broker refuses the same commits in the same scenario."""
-    for m in members:
-        stale = [w for w in m.warnings() if STALE_COMMIT in w]
-        assert [w for w in m.warnings() if STALE_COMMIT not in w] == [], m.name
-        assert len(stale) == len([e for e in m.failed_commits if "stale" in e])
-
-
-def assert_owned_once(spans: list[Span]) -> None:
-    """No two members' stretches of ownership of one partition overlap."""
-    by_partition: dict[int, list[tuple[float, float, str]]] = {}
-    for member, partition, start, end in spans:
-        by_partition.setdefault(partition, []).append((start, end, member))
-    for partition, stretches in by_partition.items():
-        stretches.sort()
-        held_until, holder = 0.0, ""
-        for start, end, member in stretches:
-            assert member == holder or held_until <= start, (
-                f"partition {partition}: {holder} (until {held_until}) and {member} "
-                f"(from {start}) overlap"
-            )
-            if end > held_until:
-                held_until, holder = end, member
 
 
 def assert_traced_owned_once(
@@ -220,94 +103,20 @@ def assert_traced_owned_once(
 def test_a_member_killed_and_one_added_lose_no_record_and_share_no_partition(
     traced_broker: BrokerProcess, name: str, tmp_path: Path
 ) -> None:
-    ConfluentGroups(traced_broker.bootstrap).create_topic(name, PARTITIONS)
-    changed = threading.Condition()
-    config = {**CONSUMER, "group.id": name}
-    log = tmp_path / "requests-a.log"
-
-    def member(client: str, request_log: Path | None = None) -> JavaMember:
-        return JavaMember(
-            traced_broker.bootstrap,
-            name,
-            client,
-            config,
-            changed,
-            tmp_path,
-            request_log,
-        )
-
-    writer = Writer(traced_broker.bootstrap, name)
-    everyone: list[JavaMember] = []
-    try:
-        everyone += [member("a", log), member("b"), member("c")]
-        a, b, c = everyone
-        wait(everyone, lambda: shared(everyone), "three members own the partitions")
-        three = describe_until(a, [a, b, c], "the group described with three members")
-        assert three["type"] == "Consumer"
-        assert three["assignor"] == "uniform"
-        assert sorted(len(m["partitions"]) for m in three["members"]) == [2, 2, 2]
-        assert all(m["epoch"] == three["group_epoch"] for m in three["members"])
-        wait(everyone, lambda: len(b.read) >= 30, "the doomed member reads")
-
-        b.kill()  # no leave: only its session's end removes it
-        wait(everyone, lambda: shared([a, c]), "a and c take the killed member's share")
-        two = describe_until(a, [a, c], "the group described with two members")
-        assert sorted(described_owners(two)) == ["a", "c"]
-
-        everyone.append(member("d"))
-        d = everyone[-1]
-        wait(everyone, lambda: shared([a, c, d]), "the new member gets a share")
-        again = describe_until(a, [a, c, d], "the group described with three again")
-        assert again["group_epoch"] > three["group_epoch"]
-
-        writer.finish()
-        ends = writer.ends()
-        wait(
-            everyone,
-            lambda: writer.acked <= {r for m in everyone for r in m.read},
-            "every acknowledged record read",
-        )
-        scenarios.poll_until(
-            lambda: a.describe()["committed"] == ends,
-            "the committed offsets at the end of every partition",
-        )
-    finally:
-        writer.stop.set()
-        for m in everyone:
-            m.stop()  # all at once: the last to leave is not handed the others' share
-        for m in everyone:
-            m.join()
+    """The scenario and checks of ``_java_consumer_group`` (the same pass against Kafka
+    4.1.1), the broker's trace replayed, and the API versions the client speaks."""
+    outcome = killed_and_added(traced_broker.bootstrap, name, tmp_path)
     traced_broker.stop()  # the trace is written out
-
-    assert writer.errors == []
-    assert [e for m in everyone for e in m.errors] == []
-    assert [r for m in everyone for r in m.outside] == []
-    # nothing the broker answered made the client complain
-    assert_quiet(everyone)
-    assert b.read, "the killed member read before it died"
-    read = Counter(r for m in everyone for r in m.read)
-    assert set(read) == writer.acked  # every record, at least once
-    twice = {r for r, n in read.items() if n > 1}
-    uncommitted = set().union(*(m.uncommitted for m in everyone))
-    assert twice <= uncommitted, f"read twice, committed: {sorted(twice)[:10]}"
-    assert_owned_once([s for m in everyone for s in m.member_spans()])
-    assert assert_traced_owned_once(traced_broker.trace_dir or tmp_path, name) >= {
-        "a",
-        "b",
-        "c",
-        "d",
-    }
-    # the member epochs of KIP-848, as the consumers' group metadata reported them
-    assert all(e > 0 for m in everyone for e in m.epochs)
-    sent = requests_sent(log)
+    check(outcome)
+    traces = traced_broker.trace_dir or tmp_path
+    assert assert_traced_owned_once(traces, name) >= {"a", "b", "c", "d"}
+    # the versions the Java consumer speaks with minikafka
     assert {
         ("CONSUMER_GROUP_HEARTBEAT", 1),
         ("CONSUMER_GROUP_DESCRIBE", 1),
         ("OFFSET_COMMIT", 9),
         ("OFFSET_FETCH", 9),
-    } <= sent
-    assert "JOIN_GROUP" not in {api for api, _ in sent}
-    assert not {"CONSUMER_GROUP_HEARTBEAT", "CONSUMER_GROUP_DESCRIBE"} & refused(log)
+    } <= requests_sent(outcome.request_log)
 
 
 CLASSIC = {
