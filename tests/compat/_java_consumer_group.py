@@ -24,7 +24,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 from reference.java import refused, requests_sent
 from tests.compat import _groups as scenarios
-from tests.compat._java_member import JavaMember, Span, wait
+from tests.compat._java_member import STARTED, JavaMember, Span, wait
 
 PARTITIONS = 6
 CONSUMER = {
@@ -191,7 +191,7 @@ def killed_and_added(bootstrap: str, topic: str, log_dir: Path) -> Outcome:
     try:
         everyone += [member("a", log), member("b"), member("c")]
         a, b, c = everyone
-        wait(everyone, lambda: shared(everyone), "three members own the partitions")
+        wait(everyone, lambda: shared(everyone), "three members share", STARTED)
         described.append(describe_until(a, [a, b, c], "three members described"))
         wait(everyone, lambda: len(b.read) >= 30, "the doomed member reads")
 
@@ -201,7 +201,7 @@ def killed_and_added(bootstrap: str, topic: str, log_dir: Path) -> Outcome:
 
         everyone.append(member("d"))
         d = everyone[-1]
-        wait(everyone, lambda: shared([a, c, d]), "the new member gets a share")
+        wait(everyone, lambda: shared([a, c, d]), "d gets a share", STARTED)
         described.append(describe_until(a, [a, c, d], "three members again"))
 
         writer.finish()

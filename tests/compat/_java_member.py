@@ -26,7 +26,8 @@ from reference.java import compile_sources, scenario_command
 
 SOURCES = (Path(__file__).resolve().parent / "java" / "JavaGroupMember.java",)
 MAIN = "JavaGroupMember"
-WAIT = 60.0  # seconds: a JVM's start, a session timeout and a rebalance, on a busy host
+WAIT = 60.0  # seconds: a session timeout and a rebalance, on a busy host
+STARTED = 2 * WAIT  # and a JVM's start first: several JVMs at once on two busy cores
 
 Record = tuple[int, int]  # partition, offset
 Span = tuple[str, int, float, float]  # member, partition, from, to

@@ -48,7 +48,7 @@ from tests.compat._java_consumer_group import (
     killed_and_added,
     shared,
 )
-from tests.compat._java_member import JavaMember, wait
+from tests.compat._java_member import STARTED, JavaMember, wait
 from tests.compat.test_consumer_protocol_confluent import OVERRIDES
 from tests.compat.test_groups_confluent import ConfluentGroups
 
@@ -156,7 +156,7 @@ def test_a_classic_java_group_upgrades_and_downgrades_online_reading_every_recor
     try:
         everyone.append(member("old", CLASSIC))
         old = everyone[0]
-        wait(everyone, lambda: shared([old]), "the classic member owns the topic")
+        wait(everyone, lambda: shared([old]), "the classic member owns it", STARTED)
         classic = old.describe()
         assert (classic["type"], described_owners(classic)) == (
             "Classic",
@@ -165,7 +165,7 @@ def test_a_classic_java_group_upgrades_and_downgrades_online_reading_every_recor
 
         everyone.append(member("new", CONSUMER))
         new = everyone[1]
-        wait(everyone, lambda: shared([old, new]), "both members share the topic")
+        wait(everyone, lambda: shared([old, new]), "both members share", STARTED)
         mixed = describe_until(old, [old, new], "the upgraded group, both members")
         assert mixed["type"] == "Consumer"
         assert {m["client_id"]: m["upgraded"] for m in mixed["members"]} == {
