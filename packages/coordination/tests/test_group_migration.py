@@ -14,6 +14,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import ConfigError, TopicPartition
+from minikafka.coordination import MemberAssignmentChanged
 from minikafka.coordination.assignors._assignor import Assignment, Subscription
 from minikafka.coordination.assignors._consumer_protocol import (
     decode_assignment,
@@ -48,6 +49,8 @@ from minikafka.coordination.group._migration import (
 )
 from minikafka.coordination.group._results import GroupResponse, GroupResult
 from minikafka.coordination.testing import InMemoryOffsetsTopic, serving_coordinator
+from minikafka.trace import Tracer
+from minikafka.trace.testing import recording_tracer
 
 TOPICS = {"orders": 6}
 IDS = {"orders": uuid.uuid5(uuid.NAMESPACE_URL, "orders")}
@@ -80,9 +83,13 @@ class Mixed:
     generations: dict[str, int] = attrs.field(factory=dict)
 
     @classmethod
-    def make(cls, **config: Any) -> Mixed:
+    def make(cls, tracer: Tracer | None = None, **config: Any) -> Mixed:
         settings = {"group_initial_rebalance_delay_ms": 0, **config}
-        return cls(serving_coordinator(GroupConfig(**settings), random.Random(5)))
+        return cls(
+            serving_coordinator(
+                GroupConfig(**settings), random.Random(5), tracer=tracer
+            )
+        )
 
     def _take(self, result: GroupResult) -> None:
         for reply in self.log.carry_out(self.coordinator, result, self.now):
@@ -296,6 +303,32 @@ def test_the_last_consumer_member_leaving_downgrades_the_group() -> None:
     assert m.coordinator.group(GROUP) is classic
     assert classic.state.value == GroupState.COMPLETING_REBALANCE.value
     assert {first.leader} <= {a, b}
+
+
+def test_the_member_whose_leave_downgrades_the_group_is_traced_owning_nothing() -> None:
+    """The ``group.member_assignment`` trace ends the leaving member with nothing, as it
+    ends any departed member: a reader replaying it (who owned which partition when)
+    must not count its partitions as its own while the classic members take them."""
+    with recording_tracer(node=1) as tracer:
+        m = Mixed.make(tracer=tracer)
+        a, b = m.classic_group()
+        m.beat("n", 0)
+        for _ in range(6):  # the group settles: n owns a share
+            for member in (a, b):
+                if m.heartbeat(member) is ErrorCode.rebalance_in_progress:
+                    m.rejoin_and_sync(member)
+            m.beat("n", m.generations["n"])
+        assert m.owned["n"]
+        m.beat("n", -1)
+        assert m.coordinator.consumer_group(GROUP) is None
+        last = [
+            e for e in tracer.of_type(MemberAssignmentChanged) if e.member_id == "n"
+        ][-1]
+        assert (last.assigned_partitions, last.partitions_pending_revocation) == (
+            (),
+            (),
+        )
+        assert last.member_epoch == -1
 
 
 def test_a_classic_member_leaving_does_not_downgrade_and_is_removed() -> None:

@@ -260,7 +260,7 @@ class ConsumerGroupManager:
                     member = attrs.evolve(previous, member_id=member_id)
                     subscription = group.subscriptions[owner]
                     group.target[member_id] = group.target.get(owner, frozenset())
-                    self._trace_gone(group, owner, now)
+                    self.trace_gone(group, owner, now)
                     group.remove(owner)
                     group.members[member_id] = member
                     group.subscriptions[member_id] = subscription
@@ -383,7 +383,7 @@ class ConsumerGroupManager:
     def remove_member(self, group: ConsumerGroup, member_id: str, now: float) -> None:
         """The member left or was fenced: the group epoch moves and the others get a
         new target (their partitions' other owner is gone)."""
-        self._trace_gone(group, member_id, now)
+        self.trace_gone(group, member_id, now)
         group.remove(member_id)
         group.group_epoch += 1
         # its expression goes with it if no other member uses it
@@ -392,7 +392,8 @@ class ConsumerGroupManager:
         group.metadata = subscription_metadata(subscriptions, group.metadata)
         self._assign(group)
 
-    def _trace_gone(self, group: ConsumerGroup, member_id: str, now: float) -> None:
+    def trace_gone(self, group: ConsumerGroup, member_id: str, now: float) -> None:
+        """The member's last ``group.member_assignment``: it owns nothing any more."""
         info = group.info.get(member_id)
         client_id = "" if info is None else info.client_id
         member = group.members.get(member_id)

@@ -237,6 +237,8 @@ class MixedGroups:
         if not allowed:
             return None
         before = self._records(group_id)
+        # it leaves with nothing, as any departed member's trace ends
+        self.consumer.trace_gone(group, member_id, now)
         classic, assignments = to_classic_group(group, member_id, now)
         del self.manager.consumer_groups[group_id]
         self.manager.groups[group_id] = classic
