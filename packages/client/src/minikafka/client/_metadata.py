@@ -72,7 +72,20 @@ class ClientMetadata:
     def update_due(self, now: float) -> bool:
         return self._needs_update or (now - self.updated_at) * 1000 >= self.max_age_ms
 
-    def update(self, response: MetadataResponse, now: float) -> None:
+    def update(self, response: MetadataResponse, now: float) -> bool:
+        """Takes ``response`` in; False if it names no broker, and is ignored.
+
+        A broker answers so while it knows no live broker: in ZooKeeper mode before the
+        controller's first UpdateMetadata reaches it (just restarted, cut off from the
+        controller), in KRaft mode while its image has every broker fenced (itself
+        included, after a partition from the controllers). Kafka's ``NetworkClient``
+        ignores such an answer (``handleSuccessfulResponse``: "Ignoring empty metadata
+        response") and asks again: taking it would forget every broker and leader the
+        client knew. The brokers and leaders stay, and another request is due.
+        """
+        if not response.brokers:
+            self._needs_update = True
+            return False
         self.nodes = {
             int(b.node_id): Node(int(b.node_id), b.host, int(b.port))
             for b in response.brokers
@@ -102,6 +115,7 @@ class ClientMetadata:
             or -1 in self.topics[t].leaders
             for t in self.wanted
         )
+        return True
 
     def partitions(self, topic: str) -> TopicInfo | None:
         info = self.topics.get(topic)
