@@ -86,9 +86,21 @@ class ClientMetadata:
 
     def update(
         self, response: MetadataResponse, now: float, all_topics: bool = False
-    ) -> None:
-        """The answer to a Metadata request, for every topic if ``all_topics``: then
-        the topics it does not name are gone (deleted)."""
+    ) -> bool:
+        """Takes ``response`` in, for every topic if ``all_topics``: then the topics it
+        does not name are gone (deleted). False if it names no broker, and is ignored.
+
+        A broker answers so while it knows no live broker: in ZooKeeper mode before the
+        controller's first UpdateMetadata reaches it (just restarted, cut off from the
+        controller), in KRaft mode while its image has every broker fenced (itself
+        included, after a partition from the controllers). Kafka's ``NetworkClient``
+        ignores such an answer (``handleSuccessfulResponse``: "Ignoring empty metadata
+        response") and asks again: taking it would forget every broker and leader the
+        client knew. The brokers and leaders stay, and another request is due.
+        """
+        if not response.brokers:
+            self._needs_update = True
+            return False
         if all_topics:
             self.topics = {}
             self._listed = frozenset(
@@ -126,6 +138,7 @@ class ClientMetadata:
             or -1 in self.topics[t].leaders
             for t in self.wanted
         )
+        return True
 
     def cluster_topics(self) -> Collection[str] | None:
         """The cluster's topics as the last all-topics answer listed them (internal

@@ -82,8 +82,14 @@ class MetadataRefresher:
                 if isinstance(response, MetadataResponse):
                     with self.lock:
                         self.metadata.authentication_error = None
-                        self.metadata.update(response, self.clock(), every)
-                    self.on_update()
+                        taken = self.metadata.update(response, self.clock(), every)
+                    if taken:
+                        self.on_update()
+                    else:  # it knows no live broker: ask another one next
+                        _logger.info(
+                            "Metadata from node %s names no broker", node.node_id
+                        )
+                        self._attempt += 1
                 with self.lock:
                     again = self.metadata.update_due(self.clock())
                 if again:  # a topic still without partitions or leaders: not in a spin
