@@ -164,7 +164,7 @@ class Processor:
             header = request.header  # read directly: this runs once per request
             # The event's field values in its field order, not the frozen event: a
             # tuple costs a tenth of building sixteen fields. The last six are the
-            # time breakdown (joined with +: cheaper than unpacking it into the tuple).
+            # time breakdown.
             self.tracer.emit_fields(
                 RequestCompleted,
                 (
@@ -178,8 +178,8 @@ class Processor:
                     header.correlation_id,
                     request.size,
                     request.response_size,
-                )
-                + breakdown,
+                    *breakdown,
+                ),
             )
         if self.on_request_completed is not None:
             try:

@@ -7,7 +7,8 @@ written as JSON Lines for the labs. Building a dict per event and handing it to
 declared type, so it builds one ``%`` template per event class (constant text, the envelope's
 component and event and every ``"key":``, baked in; one conversion per value) and generates a
 function that reads the fields and writes the whole line with that one ``%`` operation: exact
-ints by ``%d``, strings through the C escaper ``json`` itself uses, finite floats in fixed
+ints by ``%d``, strings through the C escaper ``json`` itself uses (each string's spelling
+remembered, :func:`escape_remembered`: a trace's strings repeat), finite floats in fixed
 point where the field is a time (``ts`` with six decimals, a ``*_ms`` field with three: both
 to the microsecond, :func:`decimals_for`) and by ``repr`` otherwise. Fixed point costs about a
 third of the shortest round-trip digits ``json`` writes (``float.__repr__``, about 0.3 µs for
