@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from minikafka.trace import TraceEvent, register_event
+from minikafka.trace import _encode as _encode_module
 from minikafka.trace._encode import compile_encoder, encoder_source
 from minikafka.trace._event import EventSpec, spec_for_class
 
@@ -313,3 +314,21 @@ def test_the_fields_source_unpacks_the_tuple_once() -> None:
     assert "(v0, v1, v2, v3, v4, v5, v6, v7, ) = fields" in source
     assert "event." not in source
     assert "_slow(fields, ts, node)" in source
+
+
+def test_remembered_escapes_write_the_same_bytes_and_stay_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A string field's spelling comes from the memo once seen, byte for byte what the
+    escaper writes; a str subclass is not remembered; the memo never outgrows its bound."""
+    monkeypatch.setattr(_encode_module, "ESCAPED_MAX", 3)
+    _encode_module._escaped.clear()
+    encode = spec_for_class(Scalars).encode_fields
+    for text in ('q"\\\x00\u2603', "a", "a", "b", "c", "d", 'q"\\\x00\u2603', ""):
+        values = (1, 0.5, text, True, None, None, text, None)
+        assert encode(values, 1.0, 0) == _expected(Scalars(*values), 1.0, 0)
+        assert text in _encode_module._escaped
+        assert len(_encode_module._escaped) <= 3
+    tagged = Scalars(1, 0.5, Tagged("tagged"), True, None, None, None, None)
+    assert encode(_fields_of(tagged), 1.0, 0) == _expected(tagged, 1.0, 0)
+    assert not any(type(key) is not str for key in _encode_module._escaped)

@@ -189,23 +189,32 @@ class Request:
     def time_breakdown(self) -> tuple[float, float, float, float, float, float]:
         """:class:`RequestMetrics`' six values, in its field order: what the
         ``net.request`` trace event is built from, with no metrics object between."""
-        end = (
-            self._clock()
-            if self.send_complete_time is None
-            else self.send_complete_time
-        )
-        dequeue = _or(self.dequeue_time, self.start_time)
-        complete = _or(self.response_complete_time, end)
-        local_done = _or(self.api_local_complete_time, complete)
-        response_dequeue = _or(self.response_dequeue_time, complete)
+        # A time not reached yet is the next one's (no response: no queue time). Spelled
+        # out, not `x or default` (0.0 is a real time on trio's virtual clock) and not a
+        # helper call per time: this runs once per traced request.
+        start, end = self.start_time, self.send_complete_time
+        if end is None:
+            end = self._clock()
+        dequeue = self.dequeue_time
+        if dequeue is None:
+            dequeue = start
+        complete = self.response_complete_time
+        if complete is None:
+            complete = end
+        local_done = self.api_local_complete_time
+        if local_done is None:
+            local_done = complete
+        response_dequeue = self.response_dequeue_time
+        if response_dequeue is None:
+            response_dequeue = complete
         ms = 1000.0
         return (
-            (dequeue - self.start_time) * ms,  # request_queue_ms
+            (dequeue - start) * ms,  # request_queue_ms
             (local_done - dequeue) * ms,  # local_ms
             (complete - local_done) * ms,  # remote_ms
             (response_dequeue - complete) * ms,  # response_queue_ms
             (end - response_dequeue) * ms,  # response_send_ms
-            (end - self.start_time) * ms,  # total_ms
+            (end - start) * ms,  # total_ms
         )
 
 
@@ -214,8 +223,3 @@ REQUEST_TIME_COMPONENTS: tuple[str, ...] = tuple(
 )
 """The breakdown's names in the order a request lives through them (``request_queue_ms``
 ... ``response_send_ms``), then ``total_ms``, their sum: the columns of ``net.request``."""
-
-
-def _or(value: float | None, default: float) -> float:
-    # Not `value or default`: 0.0 is a real time on trio's virtual clock.
-    return default if value is None else value

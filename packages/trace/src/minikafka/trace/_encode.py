@@ -7,7 +7,8 @@ written as JSON Lines for the labs. Building a dict per event and handing it to
 declared type, so it builds one ``%`` template per event class (constant text, the envelope's
 component and event and every ``"key":``, baked in; one conversion per value) and generates a
 function that reads the fields and writes the whole line with that one ``%`` operation: exact
-ints by ``%d``, strings through the C escaper ``json`` itself uses, finite floats in fixed
+ints by ``%d``, strings through the C escaper ``json`` itself uses (each string's spelling
+remembered, :func:`escape_remembered`: a trace's strings repeat), finite floats in fixed
 point where the field is a time (``ts`` with six decimals, a ``*_ms`` field with three: both
 to the microsecond, :func:`decimals_for`) and by ``repr`` otherwise. Fixed point costs about a
 third of the shortest round-trip digits ``json`` writes (``float.__repr__``, about 0.3 µs for
@@ -63,6 +64,27 @@ json_value: Callable[[object], str] = _encoder.encode
 _escape: Callable[[str], str] = json.encoder.encode_basestring_ascii
 _float_repr: Callable[[float], str] = float.__repr__
 
+ESCAPED_MAX = 4096
+"""Strings whose JSON spelling :func:`escape_remembered` keeps at most."""
+_escaped: dict[str, str] = {}
+
+
+def escape_remembered(value: str) -> str:
+    """``value`` as json spells it, remembered for the next line.
+
+    The strings of a trace repeat (the listener, a connection's id, the client id, the
+    API's name, the topic): a dict lookup is a third of the escaper's cost. Only exact
+    ``str`` is remembered, and the memo is emptied when it holds :data:`ESCAPED_MAX`, so
+    a broker with many connections only falls back on escaping every time. A non-string
+    raises TypeError, as the escaper does.
+    """
+    text = _escape(value)
+    if type(value) is str:
+        if len(_escaped) >= ESCAPED_MAX:
+            _escaped.clear()
+        _escaped[value] = text
+    return text
+
 
 TS_DECIMALS = 6
 """Decimals of the envelope's ``ts`` (seconds since the epoch): microseconds, about what a
@@ -104,11 +126,14 @@ def _fast(var: str, name: str, kind: FieldType) -> tuple[str | None, str, str]:
         # Arrays and maps: the C encoder does tuples, lists and dicts (None too) itself.
         return None, "%s", f"_json({var})"
     if kind.scalar is str:
-        # _escape accepts str and its subclasses, spelled as json spells them, and raises
-        # TypeError for anything else: the caller's except turns that into the slow path.
+        # A string seen before is looked up, any other escaped (escape_remembered): the
+        # escaper accepts str and its subclasses, spelled as json spells them, and raises
+        # TypeError for anything else, as the lookup does for an unhashable value; the
+        # caller's except turns either into the slow path.
+        text = f"(_escaped_get({var}) or _escape_new({var}))"
         if kind.nullable:
-            return None, "%s", f"_null if {var} is None else _escape({var})"
-        return None, "%s", f"_escape({var})"
+            return None, "%s", f"_null if {var} is None else {text}"
+        return None, "%s", text
     if kind.scalar is float:
         # v - v is 0.0 only for finite floats; inf and nan take json's spelling (slow path).
         guard = f"type({var}) is float and {var} - {var} == 0.0"
@@ -283,7 +308,8 @@ def _name(encode: types.FunctionType, component: str, event: str, tail: str) -> 
 def _compile(source: str, slow: object, label: str) -> types.FunctionType:
     namespace: dict[str, object] = {
         "_json": json_value,
-        "_escape": _escape,
+        "_escaped_get": _escaped.get,
+        "_escape_new": escape_remembered,
         "_repr": _float_repr,
         "_null": "null",
         "_true": "true",

@@ -312,12 +312,14 @@ class JsonLinesTracer:
         (sizes, rotation, the buffer's bound) is per chunk, not per line, unless the
         chunk would take the file past ``max_file_bytes``.
         """
-        pending, node = self._pending, self.node
+        # Bound once: this loop runs once per event, the rest of the method per chunk.
+        popleft, node = self._pending.popleft, self.node
         lines: list[str] = []
+        add = lines.append
         for _ in range(count):
-            encode, event, ts = pending.popleft()
+            encode, event, ts = popleft()
             try:
-                lines.append(encode(event, ts, node))
+                add(encode(event, ts, node))
             except (TypeError, ValueError):
                 # A value JSON cannot hold (a type the annotation does not allow, a
                 # field tuple of the wrong length): that event is lost, loudly, and the
