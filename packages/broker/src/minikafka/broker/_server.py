@@ -45,6 +45,7 @@ once).
 
 from __future__ import annotations
 
+import errno
 import logging
 import random
 import uuid
@@ -67,7 +68,7 @@ from minikafka.controller import (
     QuorumControllerShell,
 )
 from minikafka.coordination import GroupCoordinatorShell
-from minikafka.log import LogManager
+from minikafka.log import KafkaStorageError, LogManager
 from minikafka.net import Listener, NetConfig, NetworkClient, Node, SocketServer
 from minikafka.replication import ReplicaManagerShell
 from minikafka.trace import Tracer, get_tracer
@@ -92,6 +93,8 @@ from ._scram_apis import image_scram_lookup
 
 _logger = logging.getLogger("minikafka.broker")
 _RETRY_S = 0.1
+_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS})
+"""A write refused by the disk itself (a snapshot file's, outside the log)."""
 """How soon a failed registration or an unfencing heartbeat is tried again."""
 
 
@@ -301,7 +304,8 @@ class BrokerServer:
         """Fetch the metadata log until cancelled. The fetch loop retries what it
         expects (a controller unreachable, an error answer); anything else (an answer
         that does not decode) is logged once here and the loop starts again after a
-        backoff, as Kafka's raft client backs off a failed fetch."""
+        backoff, as Kafka's raft client backs off a failed fetch. A write the metadata
+        log's disk refuses (full, failed) ends the process: fatal, as in Kafka."""
         assert self.observer is not None
         async with NetworkClient.open(
             client_id=f"raft-observer-{self.config.node_id}",
@@ -321,6 +325,23 @@ class BrokerServer:
                             node_id=self.config.node_id,
                             cluster_id=self.cluster_id,
                         )
+                    except OSError as exc:
+                        # The metadata log's own disk refused a write (full, or failed):
+                        # Kafka halts a broker whose metadata log dir has failed
+                        # (KIP-858, "Shutdown broker because the metadata log dir ...
+                        # has failed"), since its image can no longer follow the
+                        # quorum; the controller fences it and its partitions move.
+                        if (
+                            isinstance(exc, KafkaStorageError)
+                            or exc.errno in _DISK_ERRNOS
+                        ):
+                            raise FatalFaultError.caused_by(
+                                f"the metadata log dir {self.config.metadata_log_dir} "
+                                "has failed: writing the metadata log",
+                                exc,
+                                _logger,
+                            ) from exc
+                        raise
                     except CommittedDivergenceError as exc:
                         # Not a fetch to try again: this copy holds committed records
                         # the quorum disowns, and replaying on would mix two histories.
@@ -384,7 +405,14 @@ class BrokerServer:
                 # nothing.
                 self.log_manager.shutdown()
             if self.observer is not None:
-                self.observer.close()
+                try:
+                    self.observer.close()
+                except OSError as exc:
+                    if clean:
+                        raise
+                    # Stopping on a fault, most often the disk's: closing the metadata
+                    # log can fail the same way, and must not hide the fault itself.
+                    _logger.warning("closing the metadata log failed too: %s", exc)
             self._stopped.set()
 
     async def _start_controller(self, nursery: trio.Nursery) -> None:
