@@ -1,0 +1,181 @@
+"""Brokers joining and leaving mid-run: ``broker-add`` and ``broker-remove``, as an
+operator grows or shrinks a Kafka cluster.
+
+- ``broker-add``: a broker with a new id (the nemesis's) is laid out (its properties
+  and, in KRaft mode, its directory formatted with the cluster's id, as
+  ``kafka-storage.sh format`` would; :meth:`ProcessCluster.add_node`), on a free port,
+  in a network namespace of its own when the run has them, started, and waited for
+  until it has registered (its ready line: with the controller in KRaft mode, its
+  ``/brokers/ids`` znode in ZooKeeper mode). Then a replica of every partition of the
+  topic is moved onto it by ``minikafka reassign-partitions --execute`` (partition P's
+  replica at position P mod RF, so a preferred leader moves too). Heal: the first
+  assignment reassigned back, the reassignment waited for, and the broker shut down
+  (SIGTERM: a controlled shutdown); its id is not used again.
+- ``broker-remove``: the broker drained first, every partition's replica on it
+  reassigned to a broker not holding one (``kafka-reassign-partitions.sh`` semantics:
+  the new replica catches up, joins the ISR, and only then is the old one removed),
+  the reassignment waited for, then the broker shut down. Heal: started again on its
+  data, waited for until registered, and the first assignment reassigned back.
+
+A reassignment waited for is one whose partitions show exactly the target replicas,
+all in sync, within :data:`DRAIN_WAIT`; one not done by then (a target replica down by
+another fault) is said in the record, and the broker is stopped anyway, as an operator
+whose patience ran out would.
+
+minikafka does not implement UnregisterBroker (KIP-631's API, what
+``kafka-cluster.sh unregister`` sends), so a KRaft broker removed or added and gone
+keeps its registration, fenced once its heartbeats stop, as Kafka's does until an
+operator unregisters it; placement never picks a fenced broker. In ZooKeeper mode its
+ephemeral ``/brokers/ids`` znode goes with its session.
+"""
+
+from __future__ import annotations
+
+import time
+
+from confluent_kafka.admin import AdminClient
+
+from minikafka.broker.testing import ProcessCluster, free_ports
+
+from . import operations
+from .netcluster import place_node
+from .netns import Network
+
+DRAIN_WAIT = 60.0
+"""Seconds a reassignment gets to complete before its broker is stopped anyway."""
+READY_WAIT = 60.0
+"""Seconds a started broker gets to register."""
+
+
+def onto(assignment: dict[int, list[int]], node: int) -> dict[int, list[int]]:
+    """Every partition with one replica moved onto ``node``: partition P's at position
+    P mod its replica count."""
+    moved = {}
+    for p, replicas in assignment.items():
+        new = list(replicas)
+        if node not in new:
+            new[p % len(new)] = node
+        moved[p] = new
+    return moved
+
+
+def away(
+    assignment: dict[int, list[int]], node: int, brokers: list[int]
+) -> dict[int, list[int]]:
+    """Every partition's replica on ``node`` moved to a broker of ``brokers`` not
+    holding one (the one holding the fewest replicas so far, the lowest id first);
+    ValueError if a partition has none to go to."""
+    load = {b: 0 for b in brokers if b != node}
+    for replicas in assignment.values():
+        for b in replicas:
+            if b in load:
+                load[b] += 1
+    moved = {}
+    for p, replicas in sorted(assignment.items()):
+        if node not in replicas:
+            moved[p] = list(replicas)
+            continue
+        spare = sorted((n, b) for b, n in load.items() if b not in replicas)
+        if not spare:
+            raise ValueError(f"partition {p} has no broker to move to from {node}")
+        target = spare[0][1]
+        load[target] += 1
+        moved[p] = [target if b == node else b for b in replicas]
+    return moved
+
+
+def wait_assigned(
+    servers: str, topic: str, target: dict[int, list[int]], timeout: float
+) -> bool:
+    """Whether every partition of ``topic`` shows exactly ``target``'s replicas, all
+    in sync, within ``timeout`` seconds (a reassignment completed)."""
+    client = AdminClient({"bootstrap.servers": servers, "log_level": 0})
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            found = client.list_topics(topic, timeout=5).topics[topic].partitions
+            if all(
+                p in found
+                and set(found[p].replicas) == set(r)
+                and set(found[p].isrs) == set(r)
+                for p, r in target.items()
+            ):
+                return True
+        except Exception:  # no broker answered: ask again
+            pass
+        time.sleep(0.5)  # polling the cluster's state, inside the deadline
+    return False
+
+
+def _moved(servers: str, topic: str, target: dict[int, list[int]]) -> tuple[str, bool]:
+    """``target`` reassigned and waited for: what the tool said and whether it
+    completed, and whether anything was moved (the tool refuses, mid-fault, an
+    assignment naming a broker not registered then: Kafka's answer, recorded)."""
+    try:
+        said = operations.reassign(servers, topic, target)
+    except operations.RefusedError as refused:
+        return f"refused: {refused}", False
+    if wait_assigned(servers, topic, target, DRAIN_WAIT):
+        return f"{said}; completed", True
+    return f"{said}; not completed within {DRAIN_WAIT:.0f}s", True
+
+
+def add_broker(
+    cluster: ProcessCluster,
+    node: int,
+    network: Network | None,
+    servers: str,
+    topic: str,
+) -> tuple[str, dict[int, list[int]]]:
+    """Broker ``node`` laid out, started, registered, and replicas moved onto it;
+    what was done, and the assignment before (for the heal)."""
+    cluster.broker_ports[node] = free_ports(1)[0]
+    cluster.add_node(node)
+    if network is not None:
+        place_node(cluster, network, node)
+    cluster.start(node, timeout=READY_WAIT)
+    first = operations.replicas(servers, topic)
+    said, moved = _moved(servers, topic, onto(first, node))
+    registered = f"broker {node} registered on port {cluster.port(node)}"
+    return f"{registered}; {said}", first if moved else {}
+
+
+def retire_broker(
+    cluster: ProcessCluster,
+    node: int,
+    servers: str,
+    topic: str,
+    first: dict[int, list[int]],
+) -> str:
+    """The added broker ``node`` drained back to ``first`` and shut down."""
+    said = _moved(servers, topic, first)[0] if first else "nothing to move back"
+    cluster.stop(node)
+    return f"{said}; broker {node} shut down (not unregistered: no UnregisterBroker)"
+
+
+def remove_broker(
+    cluster: ProcessCluster, node: int, servers: str, topic: str
+) -> tuple[str, dict[int, list[int]]]:
+    """Broker ``node`` drained and shut down; what was done, and the assignment
+    before."""
+    first = operations.replicas(servers, topic)
+    brokers = [b for b in sorted(cluster.broker_ports) if cluster.pid(b) is not None]
+    said, moved = _moved(servers, topic, away(first, node, brokers))
+    cluster.stop(node)
+    stopped = f"broker {node} shut down (not unregistered: no UnregisterBroker)"
+    return f"{said}; {stopped}", first if moved else {}
+
+
+def return_broker(
+    cluster: ProcessCluster,
+    node: int,
+    servers: str,
+    topic: str,
+    first: dict[int, list[int]],
+) -> str:
+    """The removed broker ``node`` started again, registered, and ``first``
+    reassigned back."""
+    if cluster.pid(node) is None:
+        cluster.start(node, timeout=READY_WAIT)
+    said = _moved(servers, topic, first)[0] if first else "nothing to move back"
+    return f"broker {node} registered again; {said}"
