@@ -309,8 +309,14 @@ class Injector:
                         self.cluster.stop(node)
                     raise
             else:
+                held = frozenset(
+                    n
+                    for r in self._active.values()
+                    if r.started is not None
+                    for n in r.nodes
+                )
                 said, first = membership.remove_broker(
-                    self.cluster, node, self.servers, self.topic
+                    self.cluster, node, self.servers, self.topic, held
                 )
             self._moves[id(fault)] = first
             return said

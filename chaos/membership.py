@@ -154,12 +154,20 @@ def retire_broker(
 
 
 def remove_broker(
-    cluster: ProcessCluster, node: int, servers: str, topic: str
+    cluster: ProcessCluster,
+    node: int,
+    servers: str,
+    topic: str,
+    avoid: frozenset[int] = frozenset(),
 ) -> tuple[str, dict[int, list[int]]]:
-    """Broker ``node`` drained and shut down; what was done, and the assignment
-    before."""
+    """Broker ``node`` drained (onto running brokers, those of ``avoid``, held by
+    other faults, only if no other will do) and shut down; what was done, and the
+    assignment before."""
     first = operations.replicas(servers, topic)
-    brokers = [b for b in sorted(cluster.broker_ports) if cluster.pid(b) is not None]
+    running = [b for b in sorted(cluster.broker_ports) if cluster.pid(b) is not None]
+    brokers = [b for b in running if b not in avoid or b == node]
+    if len(brokers) - 1 < len(next(iter(first.values()), [])):  # RF others needed
+        brokers = running
     said, moved = _moved(servers, topic, away(first, node, brokers))
     cluster.stop(node)
     stopped = f"broker {node} shut down (not unregistered: no UnregisterBroker)"
