@@ -404,6 +404,7 @@ class BrokerServer:
                 # Flush, checkpoint, mark the shutdown clean: the next start recovers
                 # nothing.
                 self.log_manager.shutdown()
+            # aside: the metadata log closed, even after a fault
             if self.observer is not None:
                 try:
                     self.observer.close()
