@@ -180,6 +180,7 @@ class Injector:
         self.retired: set[int] = set()
         """Brokers added and shut down again: not started at the end."""
         self._moves: dict[int, dict[int, list[int]]] = {}  # id(fault) -> assignment
+        self._home_assignment: dict[int, list[int]] = {}
 
     def start(self, fault: Fault, now: float) -> None:
         if fault.kind not in INJECTED:
@@ -302,7 +303,12 @@ class Injector:
                 self.retired.add(node)
                 try:
                     said, first = membership.add_broker(
-                        self.cluster, node, self.network, self.servers, self.topic
+                        self.cluster,
+                        node,
+                        self.network,
+                        self.servers,
+                        self.topic,
+                        self._home(),
                     )
                 except BaseException:
                     if node in self.cluster.broker_ports:
@@ -316,7 +322,7 @@ class Injector:
                     for n in r.nodes
                 )
                 said, first = membership.remove_broker(
-                    self.cluster, node, self.servers, self.topic, held
+                    self.cluster, node, self.servers, self.topic, self._home(), held
                 )
             self._moves[id(fault)] = first
             return said
@@ -336,6 +342,14 @@ class Injector:
             return f"refused: {refused}"
         self._assignment = first
         return done
+
+    def _home(self) -> dict[int, list[int]]:
+        """The topic's assignment before the first membership change: what each one
+        starts from and moves back to (not the Metadata response's replicas then,
+        which during a reassignment still in progress hold the old and the new)."""
+        if not self._home_assignment:
+            self._home_assignment = operations.replicas(self.servers, self.topic)
+        return self._home_assignment
 
     def _heal_other(self, fault: Fault) -> str:
         if fault.kind == "disk-full":

@@ -8,19 +8,21 @@ operator grows or shrinks a Kafka cluster.
   until it has registered (its ready line: with the controller in KRaft mode, its
   ``/brokers/ids`` znode in ZooKeeper mode). Then a replica of every partition of the
   topic is moved onto it by ``minikafka reassign-partitions --execute`` (partition P's
-  replica at position P mod RF, so a preferred leader moves too). Heal: the first
+  replica at position P mod RF, so a preferred leader moves too), started, not waited
+  for (Kafka's tool returns once the move has begun). Heal: the first
   assignment reassigned back, the reassignment waited for, and the broker shut down
   (SIGTERM: a controlled shutdown); its id is not used again.
 - ``broker-remove``: the broker drained first, every partition's replica on it
   reassigned to a broker not holding one (``kafka-reassign-partitions.sh`` semantics:
   the new replica catches up, joins the ISR, and only then is the old one removed),
   the reassignment waited for, then the broker shut down. Heal: started again on its
-  data, waited for until registered, and the first assignment reassigned back.
+  data, waited for until registered, and the first assignment reassigned back
+  (started, not waited for).
 
-A reassignment waited for is one whose partitions show exactly the target replicas,
-all in sync, within :data:`DRAIN_WAIT`; one not done by then (a target replica down by
-another fault) is said in the record, and the broker is stopped anyway, as an operator
-whose patience ran out would.
+Only a drain before a shutdown is waited for: until every partition shows exactly the
+target replicas, all in sync, for :data:`DRAIN_WAIT` at most; one not done by then (a
+target replica down by another fault) is said in the record, and the broker is stopped
+anyway, as an operator whose patience ran out would.
 
 minikafka does not implement UnregisterBroker (KIP-631's API, what
 ``kafka-cluster.sh unregister`` sends), so a KRaft broker removed or added and gone
@@ -41,8 +43,9 @@ from . import operations
 from .netcluster import place_node
 from .netns import Network
 
-DRAIN_WAIT = 60.0
-"""Seconds a reassignment gets to complete before its broker is stopped anyway."""
+DRAIN_WAIT = 30.0
+"""Seconds a drain gets to complete before its broker is stopped anyway (the schedule
+waits meanwhile: a step that takes long delays the ones after it)."""
 READY_WAIT = 60.0
 """Seconds a started broker gets to register."""
 
@@ -107,14 +110,19 @@ def wait_assigned(
     return False
 
 
-def _moved(servers: str, topic: str, target: dict[int, list[int]]) -> tuple[str, bool]:
-    """``target`` reassigned and waited for: what the tool said and whether it
-    completed, and whether anything was moved (the tool refuses, mid-fault, an
-    assignment naming a broker not registered then: Kafka's answer, recorded)."""
+def _moved(
+    servers: str, topic: str, target: dict[int, list[int]], *, wait: bool
+) -> tuple[str, bool]:
+    """``target`` reassigned, and with ``wait`` waited for: what the tool said (and
+    whether it completed), and whether anything was moved (the tool refuses,
+    mid-fault, an assignment naming a broker not registered then: Kafka's answer,
+    recorded)."""
     try:
         said = operations.reassign(servers, topic, target)
     except operations.RefusedError as refused:
         return f"refused: {refused}", False
+    if not wait:
+        return said, True
     if wait_assigned(servers, topic, target, DRAIN_WAIT):
         return f"{said}; completed", True
     return f"{said}; not completed within {DRAIN_WAIT:.0f}s", True
@@ -126,16 +134,18 @@ def add_broker(
     network: Network | None,
     servers: str,
     topic: str,
+    home: dict[int, list[int]],
 ) -> tuple[str, dict[int, list[int]]]:
-    """Broker ``node`` laid out, started, registered, and replicas moved onto it;
-    what was done, and the assignment before (for the heal)."""
+    """Broker ``node`` laid out, started, registered, and replicas of ``home`` (the
+    topic's assignment before any membership change) moved onto it; what was done,
+    and what the heal moves back to ("": nothing moved)."""
     cluster.broker_ports[node] = free_ports(1)[0]
     cluster.add_node(node)
     if network is not None:
         place_node(cluster, network, node)
     cluster.start(node, timeout=READY_WAIT)
-    first = operations.replicas(servers, topic)
-    said, moved = _moved(servers, topic, onto(first, node))
+    first = home
+    said, moved = _moved(servers, topic, onto(first, node), wait=False)
     registered = f"broker {node} registered on port {cluster.port(node)}"
     return f"{registered}; {said}", first if moved else {}
 
@@ -148,7 +158,9 @@ def retire_broker(
     first: dict[int, list[int]],
 ) -> str:
     """The added broker ``node`` drained back to ``first`` and shut down."""
-    said = _moved(servers, topic, first)[0] if first else "nothing to move back"
+    said = "nothing to move back"
+    if first:
+        said = _moved(servers, topic, first, wait=True)[0]
     cluster.stop(node)
     return f"{said}; broker {node} shut down (not unregistered: no UnregisterBroker)"
 
@@ -158,17 +170,19 @@ def remove_broker(
     node: int,
     servers: str,
     topic: str,
+    home: dict[int, list[int]],
     avoid: frozenset[int] = frozenset(),
 ) -> tuple[str, dict[int, list[int]]]:
-    """Broker ``node`` drained (onto running brokers, those of ``avoid``, held by
-    other faults, only if no other will do) and shut down; what was done, and the
-    assignment before."""
-    first = operations.replicas(servers, topic)
+    """Broker ``node`` drained of its replicas in ``home`` (the topic's assignment
+    before any membership change; onto running brokers, those of ``avoid``, held by
+    other faults, only if no other will do) and shut down; what was done, and what the
+    heal moves back to."""
+    first = home
     running = [b for b in sorted(cluster.broker_ports) if cluster.pid(b) is not None]
     brokers = [b for b in running if b not in avoid or b == node]
     if len(brokers) - 1 < len(next(iter(first.values()), [])):  # RF others needed
         brokers = running
-    said, moved = _moved(servers, topic, away(first, node, brokers))
+    said, moved = _moved(servers, topic, away(first, node, brokers), wait=True)
     cluster.stop(node)
     stopped = f"broker {node} shut down (not unregistered: no UnregisterBroker)"
     return f"{said}; {stopped}", first if moved else {}
@@ -185,5 +199,7 @@ def return_broker(
     reassigned back."""
     if cluster.pid(node) is None:
         cluster.start(node, timeout=READY_WAIT)
-    said = _moved(servers, topic, first)[0] if first else "nothing to move back"
+    said = "nothing to move back"
+    if first:
+        said = _moved(servers, topic, first, wait=False)[0]
     return f"broker {node} registered again; {said}"
