@@ -329,7 +329,7 @@ def _summary(
     lines = [
         f"chaos run: seed {opts.seed}, {opts.duration:.0f}s, mode {opts.mode}, "
         f"{0 if opts.mode == 'zk' else opts.controllers} controller(s), "
-        f"{opts.brokers} brokers, faults {','.join(opts.faults)}, "
+        f"{brokers(opts)} brokers, faults {','.join(opts.faults)}, "
         f"producers' clients {','.join(opts.clients)}",
         links,
         "",
