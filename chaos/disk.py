@@ -74,6 +74,7 @@ class Disks:
 
     def _mount(self, node: int) -> None:
         where = self.cluster.node_dir(node)
+        where.mkdir(exist_ok=True)  # ZooKeeper mode's brokers make theirs at start
         aside = where.with_name(f"{where.name}.before-tmpfs")
         where.rename(aside)
         where.mkdir()
