@@ -128,6 +128,12 @@ def _moved(
     return f"{said}; not completed within {DRAIN_WAIT:.0f}s", True
 
 
+def _gone(cluster: ProcessCluster, node: int) -> str:
+    if cluster.zookeeper_mode:
+        return f"broker {node} shut down (its /brokers/ids znode gone with its session)"
+    return f"broker {node} shut down (not unregistered: no UnregisterBroker)"
+
+
 def add_broker(
     cluster: ProcessCluster,
     node: int,
@@ -162,7 +168,7 @@ def retire_broker(
     if first:
         said = _moved(servers, topic, first, wait=True)[0]
     cluster.stop(node)
-    return f"{said}; broker {node} shut down (not unregistered: no UnregisterBroker)"
+    return f"{said}; {_gone(cluster, node)}"
 
 
 def remove_broker(
@@ -184,8 +190,7 @@ def remove_broker(
         brokers = running
     said, moved = _moved(servers, topic, away(first, node, brokers), wait=True)
     cluster.stop(node)
-    stopped = f"broker {node} shut down (not unregistered: no UnregisterBroker)"
-    return f"{said}; {stopped}", first if moved else {}
+    return f"{said}; {_gone(cluster, node)}", first if moved else {}
 
 
 def return_broker(
