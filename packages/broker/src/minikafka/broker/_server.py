@@ -95,6 +95,25 @@ _logger = logging.getLogger("minikafka.broker")
 _RETRY_S = 0.1
 _DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS})
 """A write refused by the disk itself (a snapshot file's, outside the log)."""
+
+
+def _disk_failed(exc: OSError) -> bool:
+    return isinstance(exc, KafkaStorageError) or exc.errno in _DISK_ERRNOS
+
+
+def _metadata_dir_failed(config: KafkaConfig, exc: OSError) -> FatalFaultError:
+    """A broker-only node's metadata log refused by its disk (full, or failed): fatal,
+    as Kafka halts a broker whose metadata log dir has failed (KIP-858, "Shutdown
+    broker because the metadata log dir ... has failed"), since its image could no
+    longer follow the quorum; the controller fences it and its partitions move."""
+    return FatalFaultError.caused_by(
+        f"the metadata log dir {config.metadata_log_dir} has failed: "
+        "writing the metadata log",
+        exc,
+        _logger,
+    )
+
+
 """How soon a failed registration or an unfencing heartbeat is tried again."""
 
 
@@ -326,22 +345,10 @@ class BrokerServer:
                             cluster_id=self.cluster_id,
                         )
                     except OSError as exc:
-                        # The metadata log's own disk refused a write (full, or failed):
-                        # Kafka halts a broker whose metadata log dir has failed
-                        # (KIP-858, "Shutdown broker because the metadata log dir ...
-                        # has failed"), since its image can no longer follow the
-                        # quorum; the controller fences it and its partitions move.
-                        if (
-                            isinstance(exc, KafkaStorageError)
-                            or exc.errno in _DISK_ERRNOS
-                        ):
-                            raise FatalFaultError.caused_by(
-                                f"the metadata log dir {self.config.metadata_log_dir} "
-                                "has failed: writing the metadata log",
-                                exc,
-                                _logger,
-                            ) from exc
-                        raise
+                        if not _disk_failed(exc):
+                            raise
+                        # Kafka halts a broker whose metadata log dir has failed.
+                        raise _metadata_dir_failed(self.config, exc) from exc
                     except CommittedDivergenceError as exc:
                         # Not a fetch to try again: this copy holds committed records
                         # the quorum disowns, and replaying on would mix two histories.
