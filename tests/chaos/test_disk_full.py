@@ -25,13 +25,14 @@ import time
 from pathlib import Path
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from chaos.disk import Disks, unavailable
 from chaos.faults import Injector
 from chaos.nemesis import Fault
 from chaos.runner import TOPIC, RunOptions, _cluster, _create_topic, _whole, crashes
+from chaos.workload import read_back
 from tests.cluster._cluster import wait_for
 
 pytestmark = [pytest.mark.serial, pytest.mark.timeout(600)]
@@ -65,27 +66,9 @@ def _send(producer: Producer, values: range) -> None:
 
 
 def _read(servers: str, partitions: int) -> list[int]:
-    consumer = Consumer(
-        {"bootstrap.servers": servers, "group.id": "read-back", "log_level": 0}
-    )
-    consumer.assign(
-        [TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(partitions)]
-    )
-    seen: list[int] = []
-    idle = 0
-    deadline = time.monotonic() + 60
-    try:
-        while idle < 5 and time.monotonic() < deadline:
-            message = consumer.poll(1.0)
-            if message is None:
-                idle += 1
-                continue
-            idle = 0
-            assert message.error() is None, message.error()
-            seen.append(int(message.value()))  # type: ignore[arg-type]
-    finally:
-        consumer.close()
-    return seen
+    """Every value in the topic: each partition read to its high watermark."""
+    final = read_back(servers, TOPIC, partitions, time.monotonic() + 120)
+    return [value for records in final.values() for _, value in records]
 
 
 def test_a_full_disk_halts_its_broker_cleanly_and_nothing_acknowledged_is_lost(

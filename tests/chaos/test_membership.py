@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
 from chaos.faults import Injector
@@ -25,6 +25,7 @@ from chaos.membership import onto, wait_assigned
 from chaos.nemesis import Fault
 from chaos.operations import replicas
 from chaos.runner import TOPIC, RunOptions, _cluster, _create_topic, _whole, crashes
+from chaos.workload import read_back
 from minikafka.broker.testing import ProcessCluster
 from minikafka.zk._server import ZOOKEEPER_JAR
 
@@ -67,7 +68,7 @@ class Writes:
 
     def read_back(self, servers: str) -> list[int]:
         """This producer's values in the topic."""
-        return [v for v in _read(servers) if self.first <= v < self.sent]
+        return [v for v in _read(servers, PARTITIONS) if self.first <= v < self.sent]
 
 
 def _registered(servers: str) -> set[int]:
@@ -75,28 +76,10 @@ def _registered(servers: str) -> set[int]:
     return set(client.list_topics(timeout=10).brokers)
 
 
-def _read(servers: str) -> list[int]:
-    consumer = Consumer(
-        {"bootstrap.servers": servers, "group.id": "read-back", "log_level": 0}
-    )
-    consumer.assign(
-        [TopicPartition(TOPIC, p, OFFSET_BEGINNING) for p in range(PARTITIONS)]
-    )
-    seen: list[int] = []
-    idle = 0
-    deadline = time.monotonic() + 60
-    try:
-        while idle < 5 and time.monotonic() < deadline:
-            message = consumer.poll(1.0)
-            if message is None:
-                idle += 1
-                continue
-            idle = 0
-            assert message.error() is None, message.error()
-            seen.append(int(message.value()))  # type: ignore[arg-type]
-    finally:
-        consumer.close()
-    return seen
+def _read(servers: str, partitions: int) -> list[int]:
+    """Every value in the topic: each partition read to its high watermark."""
+    final = read_back(servers, TOPIC, partitions, time.monotonic() + 120)
+    return [value for records in final.values() for _, value in records]
 
 
 @pytest.fixture(scope="module", params=["kraft", "zk"])
