@@ -66,7 +66,7 @@ help:
 	@echo "make cluster-down - stop them (brokers first, under controlled shutdown)"
 	@echo "make chaos  - a seeded chaos run (kills, pauses) with real clients, then its checker;"
 	@echo "              DURATION=300 SEED=N MODE=kraft|zk CONTROLLERS=1|3 FAULTS=k,..."
-	@echo "              (chaos/README.md; FAULTS naming partitions needs root)"
+	@echo "              (chaos/README.md; FAULTS naming partitions or disk-full needs root)"
 
 # What each target needs from the system beyond uv and the workspace (scripts/bootstrap.sh
 # installs what is missing): a learner running the broker, the book or a lab installs only
@@ -251,7 +251,9 @@ cluster-down: sync
 # KRaft) laid out under CHAOS_RUNS/MODE-cCONTROLLERS-sSEED, real clients writing through
 # the faults SEED's schedule draws over DURATION seconds, then the checker; a summary
 # table, and exit 1 on any anomaly. SEED=N replays a run; by default a new one each time.
-# FAULTS=kill,pause,kill-active-controller,partition adds real partitions (needs root);
+# FAULTS=kill,pause,kill-active-controller,partition adds real partitions (needs root;
+# so does disk-full, a broker's log dir on a small tmpfs filled; membership adds brokers
+# added and removed);
 # CLIENTS=confluent-kafka,kafka-python,minikafka the producers' clients; CHURN=S a topic
 # created, written and deleted every S seconds.
 DURATION ?= 300

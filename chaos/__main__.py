@@ -26,8 +26,9 @@ from typing import TextIO
 
 from minikafka.trace import read_trace
 
+from . import disk
 from .checker import check
-from .faults import PROCESS_KINDS
+from .faults import DISK_KINDS, PROCESS_KINDS
 from .history import parse_final_state, parse_history
 from .nemesis import Options, Topology, parse_faults, schedule
 from .netns import unavailable
@@ -136,7 +137,9 @@ def _run(args: argparse.Namespace, out: TextIO, parser: argparse.ArgumentParser)
         kinds = parse_faults(args.faults)
     except ValueError as exc:
         parser.error(str(exc))
-    why = refused(kinds, unavailable() if needs_network(kinds) else None, args.mode)
+    no_tmpfs = disk.unavailable() if any(k in DISK_KINDS for k in kinds) else None
+    no_namespaces = unavailable() if needs_network(kinds) else None
+    why = refused(kinds, no_namespaces, args.mode, no_tmpfs)
     if why is not None:
         parser.error(why)
     clients = tuple(c.strip() for c in args.clients.split(",") if c.strip())

@@ -31,14 +31,19 @@ The kinds injected today (:data:`INJECTED`):
   the record's ``detail``); heal: another, the cluster being whole again or not;
 - ``reassign`` (mid-fault): every partition of the topic reassigned to its replicas
   rotated by one (its preferred leader moves), by ``minikafka reassign-partitions
-  --execute``, Kafka's tool; heal: the first order reassigned back.
+  --execute``, Kafka's tool; heal: the first order reassigned back;
+- ``disk-full`` (as root): the broker's tmpfs filled to the brim (:mod:`chaos.disk`);
+  heal: the filler deleted, the broker started again if it halted;
+- ``broker-add``, ``broker-remove``: a broker joins (a new id, registered, replicas
+  moved onto it) or is drained and shut down (:mod:`chaos.membership`); heal: the
+  added one drained and shut down, the removed one started and given its replicas back.
 
 A node is started again without waiting for it to say it is ready (a broker is ready
 once registered, and the controller it needs may be healed at the same instant).
 
-The other kinds (a full disk, membership changes) are :data:`NOT_INJECTED`: the
-runner refuses a ``--faults`` naming them rather than pretend, as it refuses partitions
-and slow links where namespaces cannot be made.
+Every kind of the nemesis is injected (:data:`NOT_INJECTED` is empty); the runner
+refuses partitions and slow links where namespaces cannot be made, and ``disk-full``
+where a tmpfs cannot be mounted, rather than pretend.
 """
 
 from __future__ import annotations
@@ -53,7 +58,8 @@ from confluent_kafka.admin import AdminClient
 
 from minikafka.broker.testing import ProcessCluster
 
-from . import netns, operations
+from . import membership, netns, operations
+from .disk import Disks, halted_line
 from .nemesis import (
     ACTIVE_CONTROLLER,
     KINDS,
@@ -68,11 +74,16 @@ PROCESS_KINDS: tuple[str, ...] = ("kill", "pause", "kill-active-controller")
 NETWORK_KINDS: tuple[str, ...] = (*PARTITION_KINDS, "slow")
 """Injected where the nodes run in network namespaces."""
 ADMIN_KINDS: tuple[str, ...] = ("reassign", "elect-leaders")
+DISK_KINDS: tuple[str, ...] = ("disk-full",)
+"""Injected where a tmpfs can be mounted (:func:`chaos.disk.unavailable`)."""
+MEMBERSHIP_KINDS: tuple[str, ...] = ("broker-add", "broker-remove")
 INJECTED: tuple[str, ...] = (
     *PROCESS_KINDS,
     *NETWORK_KINDS,
     *ADMIN_KINDS,
     *ZOOKEEPER_KINDS,
+    *DISK_KINDS,
+    *MEMBERSHIP_KINDS,
 )
 NOT_INJECTED: tuple[str, ...] = tuple(kind for kind in KINDS if kind not in INJECTED)
 
@@ -151,6 +162,7 @@ class Injector:
         network: Network | None = None,
         servers: str = "",
         topic: str = "chaos",
+        disks: Disks | None = None,
     ) -> None:
         self.cluster, self.zookeeper, self.network = cluster, zookeeper, network
         self.servers = servers or cluster.bootstrap
@@ -162,6 +174,13 @@ class Injector:
         self._zookeeper_paused: int | None = None
         self._assignment: dict[int, list[int]] = {}
         self._slowed: set[int] = set()
+        self.disks = disks
+        self.halted: set[int] = set()
+        """Brokers that halted on a full disk (their line in the log), as Kafka's do."""
+        self.retired: set[int] = set()
+        """Brokers added and shut down again: not started at the end."""
+        self._moves: dict[int, dict[int, list[int]]] = {}  # id(fault) -> assignment
+        self._home_assignment: dict[int, list[int]] = {}
 
     def start(self, fault: Fault, now: float) -> None:
         if fault.kind not in INJECTED:
@@ -170,6 +189,10 @@ class Injector:
             raise ValueError(f"{fault.kind} needs the nodes in network namespaces")
         if fault.kind in ZOOKEEPER_KINDS and not self.zookeeper:
             raise ValueError(f"{fault.kind} needs ZooKeeper mode")
+        if fault.kind in DISK_KINDS and (
+            self.disks is None or not set(fault.targets) <= set(self.disks.mounted)
+        ):
+            raise ValueError(f"{fault.kind} needs the node's log dir on a tmpfs")
         record = Injected(fault)
         self.done.append(record)
         self._active[id(fault)] = record
@@ -181,6 +204,15 @@ class Injector:
                 return
             if fault.kind not in (*PROCESS_KINDS, "slow"):
                 record.nodes = fault.targets
+                if fault.kind in ("disk-full", "broker-remove"):
+                    held = [
+                        f"node {node} already down ({kind})"
+                        for node in fault.targets
+                        if (kind := self._down_by(node, record)) is not None
+                    ]
+                    if held:  # by the active controller's kill, which no one foresaw
+                        record.skipped = ", ".join(held)
+                        return
                 record.detail = self._start_other(fault)
                 record.started = now
                 return
@@ -259,7 +291,41 @@ class Injector:
             record.error = f"heal: {exc}"
 
     def _start_other(self, fault: Fault) -> str:
-        """A ZooKeeper fault or an admin operation started; what it did."""
+        """A ZooKeeper fault, a full disk, a membership change or an admin operation
+        started; what it did."""
+        if fault.kind == "disk-full":
+            assert self.disks is not None
+            return "; ".join(self.disks.fill(node) for node in fault.targets)
+        if fault.kind in MEMBERSHIP_KINDS:
+            (node,) = fault.targets
+            if fault.kind == "broker-add":
+                # Never started again by heal_all, even if joining failed half-way.
+                self.retired.add(node)
+                try:
+                    said, first = membership.add_broker(
+                        self.cluster,
+                        node,
+                        self.network,
+                        self.servers,
+                        self.topic,
+                        self._home(),
+                    )
+                except BaseException:
+                    if node in self.cluster.broker_ports:
+                        self.cluster.stop(node)
+                    raise
+            else:
+                held = frozenset(
+                    n
+                    for r in self._active.values()
+                    if r.started is not None
+                    for n in r.nodes
+                )
+                said, first = membership.remove_broker(
+                    self.cluster, node, self.servers, self.topic, self._home(), held
+                )
+            self._moves[id(fault)] = first
+            return said
         if fault.kind in ZOOKEEPER_KINDS:
             if fault.kind == "pause-zookeeper":
                 self._zookeeper_paused = self.cluster.zookeeper.pid()
@@ -277,7 +343,33 @@ class Injector:
         self._assignment = first
         return done
 
+    def _home(self) -> dict[int, list[int]]:
+        """The topic's assignment before the first membership change: what each one
+        starts from and moves back to (not the Metadata response's replicas then,
+        which during a reassignment still in progress hold the old and the new)."""
+        if not self._home_assignment:
+            self._home_assignment = operations.replicas(self.servers, self.topic)
+        return self._home_assignment
+
     def _heal_other(self, fault: Fault) -> str:
+        if fault.kind == "disk-full":
+            assert self.disks is not None
+            said = []
+            for node in fault.targets:
+                if self.cluster.pid(node) is None and halted_line(self.cluster, node):
+                    self.halted.add(node)
+                said.append(self.disks.free(node))
+            return "; ".join(said)
+        if fault.kind in MEMBERSHIP_KINDS:
+            (node,) = fault.targets
+            first = self._moves.pop(id(fault), {})
+            if fault.kind == "broker-add":
+                return membership.retire_broker(
+                    self.cluster, node, self.servers, self.topic, first
+                )
+            return membership.return_broker(
+                self.cluster, node, self.servers, self.topic, first
+            )
         if fault.kind in ZOOKEEPER_KINDS:
             pid, self._zookeeper_paused = self._zookeeper_paused, None
             operations.zookeeper_up(self.cluster, fault.kind, pid)
@@ -314,5 +406,5 @@ class Injector:
             operations.zookeeper_up(self.cluster, "pause-zookeeper", pid)
             operations.zookeeper_up(self.cluster, "kill-zookeeper", None)
         for node in self.cluster.node_ids:
-            if self.cluster.pid(node) is None:
+            if node not in self.retired and self.cluster.pid(node) is None:
                 self.cluster.start(node, wait=False)

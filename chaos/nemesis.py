@@ -12,13 +12,15 @@ The faults, each as started and as healed:
 - ``partition-<shape>``: drop the links of one of :mod:`chaos.partitions`' shapes;
   restore them.
 - ``slow``: ``tc netem`` delay, jitter and loss on one node's links; remove the qdisc.
-- ``disk-full``: fill the small tmpfs holding one node's log directories; free it.
+- ``disk-full``: fill the small tmpfs holding one broker's log directory; free it.
 - ``kill-active-controller``: SIGKILL whichever controller is active then (known only
   then); restart it.
 - ``reassign``: move a partition's replicas, mid-fault only; move them back.
 - ``elect-leaders``: a preferred leader election, mid-fault only; another once whole.
-- ``broker-add``: start a broker with a new id; shut it down and unregister it.
-- ``broker-remove``: shut a broker down and unregister it; start it again.
+- ``broker-add``: start a broker with an id never used before in the run, move
+  replicas onto it; move them back and shut it down.
+- ``broker-remove``: drain a broker (its replicas moved away) and shut it down; start
+  it again and move them back.
 - ``kill-zookeeper``, ``pause-zookeeper`` (ZooKeeper mode): SIGKILL or SIGSTOP
   ZooKeeper's server; start it again on its data, or SIGCONT.
 
@@ -27,7 +29,7 @@ unavailable cluster (an unavailable quorum is allowed with ``allow_quorum_loss``
 
 - at most ``concurrency`` faults at once;
 - with three controllers (KRaft voters) or more, never a majority of them down at once:
-  killed, paused, their disk full or removed (a single controller has no majority to
+  killed or paused (a single controller has no majority to
   keep: its faults are unavailability, which a run may include); and no partition
   cutting a link of a controller while a controller is down (each shape alone leaves
   the voters a majority that hears itself both ways, but beside a controller down it
@@ -242,7 +244,12 @@ def _allowed(
 
 
 def _draw(
-    kind: str, start: float, heal: float, topo: Topology, rng: random.Random
+    kind: str,
+    start: float,
+    heal: float,
+    topo: Topology,
+    rng: random.Random,
+    added: int = 0,
 ) -> Fault:
     nodes = list(topo.nodes)
     if kind.startswith("partition-"):
@@ -262,10 +269,11 @@ def _draw(
     if kind in ZOOKEEPER_KINDS:
         return Fault(start, heal, kind, (ZOOKEEPER,))
     if kind == "broker-add":
-        return Fault(start, heal, kind, (max(nodes) + 1,))
+        # ``added`` brokers were added before: each new one gets an id of its own.
+        return Fault(start, heal, kind, (max(nodes) + 1 + added,))
     if kind in ("reassign", "elect-leaders"):
         return Fault(start, heal, kind)
-    pool = list(topo.brokers) if kind == "broker-remove" else nodes
+    pool = list(topo.brokers) if kind in ("broker-remove", "disk-full") else nodes
     return Fault(start, heal, kind, (rng.choice(pool),))
 
 
@@ -288,7 +296,8 @@ def schedule(seed: int, topology: Topology, options: Options | None = None) -> S
             if kind in MID_FAULT:
                 length = rng.uniform(opts.min_length, opts.max_length) / 4
             heal = min(at + length, end)
-            fault = _draw(kind, round(at, 3), round(heal, 3), topology, rng)
+            added = sum(1 for f in placed if f.kind == "broker-add")
+            fault = _draw(kind, round(at, 3), round(heal, 3), topology, rng, added)
             if fault.heal > fault.start and _allowed(fault, placed, topology, opts):
                 placed.append(fault)
                 break

@@ -26,31 +26,38 @@ from .netns import Network
 def place(cluster: ProcessCluster, network: Network) -> None:
     """Rewrite ``cluster``'s node properties onto ``network``'s addresses and start its
     nodes in their namespaces from now on (before :meth:`ProcessCluster.up`)."""
+    for node in cluster.node_ids:
+        place_node(cluster, network, node)
+    # ZooKeeper's server listens where the nodes reach it: the bridge's address.
+    cluster.host = network.layout.host_address
+
+
+def place_node(cluster: ProcessCluster, network: Network, node: int) -> None:
+    """Rewrite ``node``'s properties onto ``network``'s addresses and start it in its
+    namespace from now on (a broker added mid-run too: its properties name the others
+    on ``cluster.host``, the bridge's address by then)."""
     old = cluster.host
     moves = {
-        f"{old}:{cluster.port(node)}": f"{network.address(node)}:{cluster.port(node)}"
-        for node in cluster.node_ids
+        f"{old}:{cluster.port(n)}": f"{network.address(n)}:{cluster.port(n)}"
+        for n in cluster.node_ids
     }
     moves |= {
-        f"{old}:{cluster.listen_port(node)}": (
-            f"{network.address(node)}:{cluster.listen_port(node)}"
+        f"{old}:{cluster.listen_port(n)}": (
+            f"{network.address(n)}:{cluster.listen_port(n)}"
         )
-        for node in cluster.node_ids
+        for n in cluster.node_ids
     }
     if cluster.zookeeper_port is not None:
         where = f"{network.layout.host_address}:{cluster.zookeeper_port}"
         moves[f"{old}:{cluster.zookeeper_port}"] = where
-    for node in cluster.node_ids:
-        path = cluster.properties_file(node)
-        lines = []
-        for line in path.read_text().splitlines():
-            key, _, value = line.partition("=")
-            parts = [moves.get(part, part) for part in _split(value)]
-            lines.append(f"{key}={''.join(parts)}" if _ else line)
-        path.write_text("".join(f"{line}\n" for line in lines))
-        cluster.command_prefix[node] = network.command(node, [])
-    # ZooKeeper's server listens where the nodes reach it: the bridge's address.
-    cluster.host = network.layout.host_address
+    path = cluster.properties_file(node)
+    lines = []
+    for line in path.read_text().splitlines():
+        key, _, value = line.partition("=")
+        parts = [moves.get(part, part) for part in _split(value)]
+        lines.append(f"{key}={''.join(parts)}" if _ else line)
+    path.write_text("".join(f"{line}\n" for line in lines))
+    cluster.command_prefix[node] = network.command(node, [])
 
 
 def _split(value: str) -> list[str]:

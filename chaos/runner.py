@@ -37,7 +37,15 @@ from minikafka.trace import read_trace
 from . import timeline
 from .checker import ANOMALY_KINDS, AnomalyKind, check
 from .churn import TopicChurn
-from .faults import INJECTED, NETWORK_KINDS, NOT_INJECTED, PROCESS_KINDS, Injector
+from .disk import Disks
+from .faults import (
+    DISK_KINDS,
+    INJECTED,
+    NETWORK_KINDS,
+    NOT_INJECTED,
+    PROCESS_KINDS,
+    Injector,
+)
 from .history import Op, encode_final_state, format_history
 from .nemesis import ZOOKEEPER_KINDS, Options, Topology, schedule
 from .netcluster import bootstrap, place
@@ -60,6 +68,7 @@ TOPIC = "chaos"
 GROUP = "chaos-group"
 SETTLE = 120.0
 """Seconds the cluster gets, once healed, to be whole again and read back."""
+REPLICATION_FACTOR = 3
 
 
 @attrs.frozen
@@ -80,35 +89,43 @@ class RunOptions:
     written and deleted); 0: none."""
 
 
-def injectable(no_namespaces: str | None) -> tuple[str, ...]:
+def injectable(
+    no_namespaces: str | None, no_tmpfs: str | None = None
+) -> tuple[str, ...]:
     """The kinds a run injects here: partitions and slow links only where namespaces
-    can be made (``no_namespaces`` is why not, or None)."""
-    if no_namespaces is None:
-        return INJECTED
-    return tuple(kind for kind in INJECTED if kind not in NETWORK_KINDS)
+    can be made (``no_namespaces`` is why not, or None), a full disk only where a
+    tmpfs can be mounted (``no_tmpfs`` likewise)."""
+    missing = (
+        *(NETWORK_KINDS if no_namespaces else ()),
+        *(DISK_KINDS if no_tmpfs else ()),
+    )
+    return tuple(kind for kind in INJECTED if kind not in missing)
 
 
 def refused(
-    faults: Sequence[str], no_namespaces: str | None = None, mode: str = "kraft"
+    faults: Sequence[str],
+    no_namespaces: str | None = None,
+    mode: str = "kraft",
+    no_tmpfs: str | None = None,
 ) -> str | None:
     """Why a run cannot inject ``faults``, or None if it can (``no_namespaces``: why
-    network namespaces cannot be made here, or None if they can)."""
+    network namespaces cannot be made here, or None if they can; ``no_tmpfs``: why a
+    tmpfs cannot be mounted, likewise)."""
     if mode != "zk" and any(kind in ZOOKEEPER_KINDS for kind in faults):
         return f"{', '.join(ZOOKEEPER_KINDS)} need ZooKeeper mode (--mode zk)"
     missing = [kind for kind in faults if kind in NOT_INJECTED]
-    if no_namespaces is not None:
+    why = ""
+    if no_namespaces is not None and any(k in NETWORK_KINDS for k in faults):
         missing += [kind for kind in faults if kind in NETWORK_KINDS]
+        why += f"; partitions and slow links need network namespaces: {no_namespaces}"
+    if no_tmpfs is not None and any(kind in DISK_KINDS for kind in faults):
+        missing += [kind for kind in faults if kind in DISK_KINDS]
+        why += f"; a full disk needs a tmpfs: {no_tmpfs}"
     if not missing:
         return None
-    why = (
-        f"; partitions and slow links need network namespaces: {no_namespaces}"
-        if no_namespaces is not None
-        else ""
-    )
     return (
-        f"cannot inject {', '.join(missing)} yet (injected here: "
-        f"{', '.join(injectable(no_namespaces))}; a full disk and membership changes "
-        f"are scheduled by the nemesis but not carried out{why})"
+        f"cannot inject {', '.join(missing)} here (injected here: "
+        f"{', '.join(injectable(no_namespaces, no_tmpfs))}{why})"
     )
 
 
@@ -116,13 +133,21 @@ def needs_network(faults: Sequence[str]) -> bool:
     return any(kind in NETWORK_KINDS for kind in faults)
 
 
+def brokers(opts: RunOptions) -> int:
+    """The brokers a run starts: one more than the replication factor when a broker
+    may be removed (a drained broker's replicas need a broker to go to)."""
+    if "broker-remove" in opts.faults:
+        return max(opts.brokers, REPLICATION_FACTOR + 1)
+    return opts.brokers
+
+
 def _cluster(root: Path, opts: RunOptions) -> ProcessCluster:
     zookeeper = opts.mode == "zk"
     controllers = 0 if zookeeper else opts.controllers
-    ports = free_ports(max(controllers, 1) + opts.brokers)
+    ports = free_ports(max(controllers, 1) + brokers(opts))
     return ProcessCluster.create(
         root,
-        opts.brokers,
+        brokers(opts),
         controllers=max(controllers, 1),
         controller_ports=ports[: max(controllers, 1)],
         broker_ports=ports[max(controllers, 1) :],
@@ -134,7 +159,9 @@ def _cluster(root: Path, opts: RunOptions) -> ProcessCluster:
 
 def _create_topic(servers: str, partitions: int) -> None:
     client = AdminClient({"bootstrap.servers": servers, "log_level": 0})
-    topic = NewTopic(TOPIC, partitions, 3, config={"min.insync.replicas": "2"})
+    topic = NewTopic(
+        TOPIC, partitions, REPLICATION_FACTOR, config={"min.insync.replicas": "2"}
+    )
     client.create_topics([topic], operation_timeout=30)[TOPIC].result(timeout=60)
 
 
@@ -166,18 +193,31 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
     topology = Topology(
         tuple(sorted(cluster.broker_ports)),
         () if zookeeper else tuple(cluster.controller_ids),
+        min_brokers=REPLICATION_FACTOR,
     )
     drawn = schedule(
         opts.seed, topology, Options(duration=opts.duration, faults=opts.faults)
     )
     (out_dir / "schedule.jsonl").write_text("\n".join(drawn.lines()) + "\n")
     recorder = Recorder()
-    network = Network.create(cluster.node_ids) if needs_network(opts.faults) else None
+    added = [t for f in drawn.faults if f.kind == "broker-add" for t in f.targets]
+    network = (
+        Network.create([*cluster.node_ids, *added])
+        if needs_network(opts.faults)
+        else None
+    )
+    full = {t for f in drawn.faults if f.kind in DISK_KINDS for t in f.targets}
+    try:
+        disks = Disks.mount(cluster, full) if full else None
+    except BaseException:
+        if network is not None:
+            network.close()
+        raise
     servers = cluster.bootstrap
     if network is not None:
         place(cluster, network)
         servers = bootstrap(cluster, network)
-    injector = Injector(cluster, zookeeper, network, servers, TOPIC)
+    injector = Injector(cluster, zookeeper, network, servers, TOPIC, disks)
     notes: list[str] = []
     try:
         cluster.up(timeout=120.0)
@@ -222,12 +262,14 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
         if not _whole(servers, opts.partitions, deadline):
             notes.append("not every partition had its whole ISR again after healing")
         final = read_back(servers, TOPIC, opts.partitions, deadline)
-        notes += [f"node {c.node} {c.what}" for c in cluster.crashes()]
+        notes += crashes(cluster, injector)
     finally:
         try:
             injector.heal_all()
             cluster.kill_all()
         finally:
+            if disks is not None:
+                disks.close()  # after the nodes; what they wrote is kept
             if network is not None:
                 network.close()  # after the nodes: nothing is left in a namespace
     ops = recorder.ops
@@ -257,6 +299,16 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
     return 2 if notes else 0
 
 
+def crashes(cluster: ProcessCluster, injector: Injector) -> list[str]:
+    """The cluster's crashes, as notes, less a broker's halt on a full disk (Kafka's
+    broker halts so when its metadata log dir fails: one line, no traceback)."""
+    return [
+        f"node {c.node} {c.what}"
+        for c in cluster.crashes()
+        if not (c.node in injector.halted and "without being told to" in c.what)
+    ]
+
+
 def _summary(
     opts: RunOptions,
     injector: Injector,
@@ -277,7 +329,7 @@ def _summary(
     lines = [
         f"chaos run: seed {opts.seed}, {opts.duration:.0f}s, mode {opts.mode}, "
         f"{0 if opts.mode == 'zk' else opts.controllers} controller(s), "
-        f"{opts.brokers} brokers, faults {','.join(opts.faults)}, "
+        f"{brokers(opts)} brokers, faults {','.join(opts.faults)}, "
         f"producers' clients {','.join(opts.clients)}",
         links,
         "",

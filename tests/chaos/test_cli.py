@@ -6,8 +6,6 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-import pytest
-
 from chaos.__main__ import main
 from chaos.history import Op, encode_final_state, format_history
 from chaos.runner import refused
@@ -60,18 +58,12 @@ def test_anomalies_from_history_and_traces_are_printed_and_fail(tmp_path: Path) 
     assert "two_leaders          1" in text
 
 
-def test_a_run_refuses_faults_it_cannot_inject_rather_than_pretend(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    with pytest.raises(SystemExit) as exited:
-        main(
-            ["run", "--seed", "1", "--faults", "kill,disk-full", "--out", str(tmp_path)]
-        )
-    assert exited.value.code == 2
-    error = capsys.readouterr().err
-    assert "cannot inject disk-full" in error
-    assert "a full disk and membership changes are scheduled" in error
-    assert not any(tmp_path.iterdir())  # no cluster laid out
+def test_a_full_disk_is_refused_where_a_tmpfs_cannot_be_mounted() -> None:
+    why = refused(("kill", "disk-full"), None, "kraft", "mounting a tmpfs needs root")
+    assert why is not None
+    assert "cannot inject disk-full here" in why
+    assert "a full disk needs a tmpfs: mounting a tmpfs needs root" in why
+    assert refused(("kill", "disk-full", "broker-add", "broker-remove"), None) is None
 
 
 def test_zookeeper_faults_are_refused_outside_zookeeper_mode() -> None:

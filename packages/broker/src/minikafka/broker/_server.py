@@ -45,6 +45,7 @@ once).
 
 from __future__ import annotations
 
+import errno
 import logging
 import random
 import uuid
@@ -67,7 +68,7 @@ from minikafka.controller import (
     QuorumControllerShell,
 )
 from minikafka.coordination import GroupCoordinatorShell
-from minikafka.log import LogManager
+from minikafka.log import KafkaStorageError, LogManager
 from minikafka.net import Listener, NetConfig, NetworkClient, Node, SocketServer
 from minikafka.replication import ReplicaManagerShell
 from minikafka.trace import Tracer, get_tracer
@@ -92,6 +93,27 @@ from ._scram_apis import image_scram_lookup
 
 _logger = logging.getLogger("minikafka.broker")
 _RETRY_S = 0.1
+_DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS})
+"""A write refused by the disk itself (a snapshot file's, outside the log)."""
+
+
+def _disk_failed(exc: OSError) -> bool:
+    return isinstance(exc, KafkaStorageError) or exc.errno in _DISK_ERRNOS
+
+
+def _metadata_dir_failed(config: KafkaConfig, exc: OSError) -> FatalFaultError:
+    """A broker-only node's metadata log refused by its disk (full, or failed): fatal,
+    as Kafka halts a broker whose metadata log dir has failed (KIP-858, "Shutdown
+    broker because the metadata log dir ... has failed"), since its image could no
+    longer follow the quorum; the controller fences it and its partitions move."""
+    return FatalFaultError.caused_by(
+        f"the metadata log dir {config.metadata_log_dir} has failed: "
+        "writing the metadata log",
+        exc,
+        _logger,
+    )
+
+
 """How soon a failed registration or an unfencing heartbeat is tried again."""
 
 
@@ -301,7 +323,8 @@ class BrokerServer:
         """Fetch the metadata log until cancelled. The fetch loop retries what it
         expects (a controller unreachable, an error answer); anything else (an answer
         that does not decode) is logged once here and the loop starts again after a
-        backoff, as Kafka's raft client backs off a failed fetch."""
+        backoff, as Kafka's raft client backs off a failed fetch. A write the metadata
+        log's disk refuses (full, failed) ends the process: fatal, as in Kafka."""
         assert self.observer is not None
         async with NetworkClient.open(
             client_id=f"raft-observer-{self.config.node_id}",
@@ -321,6 +344,11 @@ class BrokerServer:
                             node_id=self.config.node_id,
                             cluster_id=self.cluster_id,
                         )
+                    except OSError as exc:
+                        if not _disk_failed(exc):
+                            raise
+                        # Kafka halts a broker whose metadata log dir has failed.
+                        raise _metadata_dir_failed(self.config, exc) from exc
                     except CommittedDivergenceError as exc:
                         # Not a fetch to try again: this copy holds committed records
                         # the quorum disowns, and replaying on would mix two histories.
@@ -383,8 +411,16 @@ class BrokerServer:
                 # Flush, checkpoint, mark the shutdown clean: the next start recovers
                 # nothing.
                 self.log_manager.shutdown()
+            # aside: the metadata log closed, even after a fault
             if self.observer is not None:
-                self.observer.close()
+                try:
+                    self.observer.close()
+                except OSError as exc:
+                    if clean:
+                        raise
+                    # Stopping on a fault, most often the disk's: closing the metadata
+                    # log can fail the same way, and must not hide the fault itself.
+                    _logger.warning("closing the metadata log failed too: %s", exc)
             self._stopped.set()
 
     async def _start_controller(self, nursery: trio.Nursery) -> None:
