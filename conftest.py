@@ -70,6 +70,8 @@ SERIAL_DIRS = (
     ROOT / "tests" / "bench",
     # librdkafka's own test runner against a SASL_SSL cluster, one for the module.
     ROOT / "tests" / "compat" / "test_librdkafka_suite.py",
+    # The two-minute chaos runs, KRaft's then ZooKeeper mode's, on one worker.
+    ROOT / "tests" / "chaos" / "test_run.py",
 )
 
 
@@ -90,27 +92,35 @@ LONGEST_FIRST = (
     "labs/tests/test_mutants.py",  # 12 to 123 for each lab's
     "tests/fuzz/",
     "tests/e2e/test_many_partitions.py",
+    "labs/tests/test_build_labs.py",  # 22 (lab 17 written from its skeleton: 16)
     # the serial run, longest first as measured (seconds, fresh clone, two workers)
-    "tests/chaos/test_run.py",  # a seeded chaos run each, one to two minutes
-    "tests/cluster/test_failover.py",  # 130
-    "tests/cluster/test_soak.py",  # 122 (two minutes of restarts)
-    "tests/cluster/test_replication_faults.py",  # 102
-    "labs/08-requests/",  # 100 with test_standalone, in its group
-    "tests/cluster/test_transactions.py",  # 98
-    "tests/cluster/test_cluster_cli.py",  # 96
-    "labs/09-replication/",  # 86
-    "labs/tests/test_extend_labs.py",  # 60
-    "labs/10-failover/",  # 57
-    "tests/cluster/test_volume.py",  # 50
+    "tests/chaos/test_run.py",  # 256: two two-minute chaos runs, 128 s each
+    "tests/cluster/test_replication_faults.py",  # 133
+    "tests/cluster/test_failover.py",  # 133
+    "tests/cluster/test_soak.py",  # 125 (two minutes of restarts)
+    "labs/08-requests/",  # 101 with test_standalone, in its group
+    "tests/cluster/test_cluster_cli.py",  # 92
+    "labs/09-replication/",  # 87
+    "tests/cluster/test_consumer_group_failover.py",  # 81
+    "tests/cluster/test_transactions.py",  # 78
+    "tests/cluster/test_secure_cluster.py",  # 66
+    "labs/tests/test_extend_labs.py",  # 63 (three labs: 33, 23, 8)
+    "labs/10-failover/",  # 58
+    "tests/cluster/test_volume.py",  # 52
+    "labs/12-producer/",  # 44
+    "tests/cluster/test_zookeeper_mode.py",  # 38
+    "labs/11-rebalances/",  # 37
 )
 """The groups (:func:`group_of`) known to take minutes, handed out before the rest, in
 this order, longest first: a worker given one of them last would run alone while the
 others sit idle (the first run: each lab's deliberately wrong solutions, the Spark
 group, Apache Kafka's node, the fuzz suite, a broker with thousands of partitions; the
 serial run: chaos runs, failover and soak clusters, the trace labs' scenarios). The
-serial run's order alone took its two workers from 598 and 693 busy seconds to some
-646 each (the last fresh run's times, ``MINIKAFKA_TEST_TIMES``, scheduled again): the
-seconds in the comments are those times, to keep in order as tests are added."""
+seconds in the comments are a fresh clone's ``MINIKAFKA_TEST_TIMES``, to keep in order
+as tests are added. Scheduled again as this order hands them out, that run's serial
+tests end on both workers within 12 s of each other (799 and 811 s), where xdist's own
+order (scopes with the most tests first, which :func:`pytest_xdist_make_scheduler`
+turns off) left one worker idle for the last 120 s (745 and 865 s)."""
 
 
 def group_of(nodeid: str) -> str:
@@ -143,6 +153,11 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling  # type: ignore[import-untyped]
+
+    # xdist's scope scheduling hands out the scopes with the most tests first unless
+    # told not to (--no-loadscope-reorder): that undoes LONGEST_FIRST, and put a
+    # one-test two-minute group (a chaos run, the soak) last behind a lab's many checks.
+    config.option.loadscopereorder = False
 
     class GroupScheduling(LoadScopeScheduling):  # type: ignore[misc]
         def _split_scope(self, nodeid: str) -> str:

@@ -1,15 +1,15 @@
-"""A two-minute seeded chaos run over a real cluster (KRaft with one controller and three
-brokers; ZooKeeper mode's run is written beside it but not run by ``make test`` while
-the duplicate it showed once is open, chaos/README.md "The runs in make test"): through the
-brokers paused and SIGKILLed, the active controller SIGKILLed and, where network
-namespaces can be made (as root), real partitions, seed 10's schedule, the idempotent
-``acks=all`` producers lose, duplicate and reorder nothing, the consumer group's commits
-never go back, no read is dirty, and the traces show one leader per leader epoch and one
-active controller per epoch. Any anomaly fails the test (and ``make test``).
+"""A two-minute seeded chaos run over a real cluster in each controller mode (KRaft with
+one controller and three brokers, then ZooKeeper mode's three brokers; chaos/README.md
+"The runs in make test"): through the brokers paused and SIGKILLed, the active
+controller SIGKILLed and, where network namespaces can be made (as root), real
+partitions, seed 10's schedule, the idempotent ``acks=all`` producers lose, duplicate
+and reorder nothing, the consumer group's commits never go back, no read is dirty, and
+the traces show one leader per leader epoch and one active controller per epoch. Any
+anomaly fails the test (and ``make test``).
 
-Marked serial (as the cluster tests are, by directory), both in this one module: the
-two runs go one after the other on one worker, so their clusters never compete with
-each other for the two cores.
+Marked serial, and one group in ``conftest.py`` (``SERIAL_DIRS``): the two runs go one
+after the other on one worker, so their clusters never compete with each other for
+the two cores.
 """
 
 from __future__ import annotations
@@ -40,9 +40,7 @@ def _faults() -> tuple[str, ...]:
     return PROCESS_KINDS + (PARTITION_KINDS if unavailable() is None else ())
 
 
-# ZooKeeper mode ("zk") joins this list once its run's duplicate is explained:
-# `make chaos MODE=zk SEED=10 DURATION=120` replays it meanwhile.
-MODES = ["kraft"]
+MODES = ["kraft", "zk"]
 
 
 @pytest.mark.parametrize("mode", MODES)
