@@ -177,6 +177,9 @@ class Injector:
         self.disks = disks
         self.halted: set[int] = set()
         """Brokers that halted on a full disk (their line in the log), as Kafka's do."""
+        self.stopped_without_zookeeper: set[int] = set()
+        """ZooKeeper-mode brokers that stopped at start-up because no ZooKeeper server
+        answered (:data:`ZOOKEEPER_REFUSED`), as Kafka's do."""
         self.retired: set[int] = set()
         """Brokers added and shut down again: not started at the end."""
         self._moves: dict[int, dict[int, list[int]]] = {}  # id(fault) -> assignment
@@ -373,13 +376,41 @@ class Injector:
         if fault.kind in ZOOKEEPER_KINDS:
             pid, self._zookeeper_paused = self._zookeeper_paused, None
             operations.zookeeper_up(self.cluster, fault.kind, pid)
-            return "ZooKeeper's server running again"
+            started = self._start_refused_without_zookeeper()
+            again = f"; broker(s) {started} started again" if started else ""
+            return "ZooKeeper's server running again" + again
         if fault.kind == "elect-leaders":
             return operations.elect_preferred(self.servers, self.topic)
         if not self._assignment:
             return "nothing was moved"
         first, self._assignment = self._assignment, {}
         return operations.reassign(self.servers, self.topic, first)
+
+    def _start_refused_without_zookeeper(self) -> list[int]:
+        """The brokers that stopped at start-up while ZooKeeper's server was down,
+        started again now that it answers (what an operator's supervisor does).
+
+        A ZooKeeper-mode broker started (a kill healed) while the server is killed or
+        paused gives up after ``zookeeper.connection.timeout.ms`` and exits, as Kafka's
+        broker does (``ZooKeeperClientTimeoutException`` fails its start-up): Kafka's
+        behaviour, not a crash. A broker another active fault keeps down stays down."""
+        kept_down = {
+            node
+            for record in self._active.values()
+            if record.started is not None
+            for node in record.nodes
+        }
+        started = []
+        for node in self.cluster.node_ids:
+            if node in kept_down or node in self.retired:
+                continue
+            if self.cluster.pid(node) is None and refused_without_zookeeper(
+                self.cluster, node
+            ):
+                self.stopped_without_zookeeper.add(node)
+                self.cluster.start(node, wait=False)
+                started.append(node)
+        return started
 
     def _revive(self, node: int) -> None:
         if node in self._paused:
@@ -405,6 +436,17 @@ class Injector:
             pid, self._zookeeper_paused = self._zookeeper_paused, None
             operations.zookeeper_up(self.cluster, "pause-zookeeper", pid)
             operations.zookeeper_up(self.cluster, "kill-zookeeper", None)
+            self._start_refused_without_zookeeper()
         for node in self.cluster.node_ids:
             if node not in self.retired and self.cluster.pid(node) is None:
                 self.cluster.start(node, wait=False)
+
+
+ZOOKEEPER_REFUSED = "no ZooKeeper answered at"
+"""What a ZooKeeper-mode broker's last line says when it stopped at start-up because no
+ZooKeeper server answered in time (``minikafka.broker.zk``'s start-up)."""
+
+
+def refused_without_zookeeper(cluster: ProcessCluster, node: int) -> bool:
+    """Whether ``node``'s log ends with its start-up refused for want of ZooKeeper."""
+    return any(ZOOKEEPER_REFUSED in line for line in cluster.tail(node, 5).splitlines())

@@ -301,11 +301,14 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
 
 def crashes(cluster: ProcessCluster, injector: Injector) -> list[str]:
     """The cluster's crashes, as notes, less a broker's halt on a full disk (Kafka's
-    broker halts so when its metadata log dir fails: one line, no traceback)."""
+    broker halts so when its metadata log dir fails: one line, no traceback) and a
+    ZooKeeper-mode broker's start-up given up while ZooKeeper's server was down (so
+    does Kafka's)."""
+    expected = injector.halted | injector.stopped_without_zookeeper
     return [
         f"node {c.node} {c.what}"
         for c in cluster.crashes()
-        if not (c.node in injector.halted and "without being told to" in c.what)
+        if not (c.node in expected and "without being told to" in c.what)
     ]
 
 
