@@ -336,6 +336,11 @@ class Injector:
         if fault.kind == "elect-leaders":
             return operations.elect_preferred(self.servers, self.topic)
         first = operations.replicas(self.servers, self.topic)
+        if not first or not all(first.values()):
+            # A Metadata answer mid-fault may name the topic without its partitions or
+            # replicas: nothing to rotate, and Kafka's tool would refuse the file.
+            self._assignment = {}
+            return f"not started: the metadata named no replicas to move ({first})"
         try:
             done = operations.reassign(
                 self.servers, self.topic, operations.rotated(first)

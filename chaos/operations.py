@@ -116,12 +116,22 @@ def reassign(servers: str, topic: str, assignment: dict[int, list[int]]) -> str:
         done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     finally:
         os.unlink(file.name)
-    lines = (done.stdout + done.stderr).strip().splitlines()
-    said = lines[-1] if lines else ""
+    said = last_line(done.stdout + done.stderr)
     if done.returncode != 0:
         raise RefusedError(f"reassign-partitions exited {done.returncode}: {said}")
     moves = " ".join(f"{p}:{r}" for p, r in sorted(assignment.items()))
     return f"reassign-partitions --execute {moves}: {said}"
+
+
+_FRAME = "│╭╮╰╯─ "
+"""The box a usage error is drawn in (typer's): not what the tool said."""
+
+
+def last_line(output: str) -> str:
+    """The tool's last line of text, out of the box a usage error is drawn in."""
+    lines = [line.strip(_FRAME) for line in output.splitlines()]
+    said = [line for line in lines if line and line != "Error"]
+    return said[-1] if said else ""
 
 
 class RefusedError(RuntimeError):
