@@ -170,7 +170,10 @@ class _NodeConnection:
             else:
                 self._wakeup = trio.Event()
                 deadline = None if session is None else session.next_deadline()
-                with trio.move_on_at(math.inf if deadline is None else deadline):
+                if deadline is None:  # most connections: no session to renew, no timer
+                    await self._wakeup.wait()
+                    continue
+                with trio.move_on_at(deadline):
                     await self._wakeup.wait()
 
     async def _send(self, item: _InFlight) -> None:
