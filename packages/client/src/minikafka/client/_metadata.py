@@ -12,17 +12,27 @@ producer lets a Metadata request create a topic it does not know
 (``allow.auto.create.topics``, on by default); the broker decides
 (``auto.create.topics.enable``).
 
+A partition's leader epoch only grows (KIP-320): an answer naming an older epoch than the
+client has seen comes from a broker behind the cluster (one cut off from the
+controller keeps answering from its old image, itself still the leader) and is not
+taken for that partition, as Kafka's ``Metadata.updateLatestMetadata`` does not take it.
+Kafka's client trusts the epochs of Metadata v9 and later, and forgets a partition's
+epoch when its topic's id changes (a topic deleted and created again starts from
+epoch 0): the loop asks with v12, whose answers carry the ids.
+
 A core: :meth:`ClientMetadata.update` takes the decoded response and the time.
 """
 
 from __future__ import annotations
 
 import math
+import uuid
 from collections.abc import Collection, Iterable
 
 import attrs
 from kio.schema.errors import ErrorCode
-from kio.schema.metadata.v8.response import MetadataResponse
+from kio.schema.metadata.v8.response import MetadataResponse as MetadataResponseV8
+from kio.schema.metadata.v12.response import MetadataResponse
 
 from minikafka.common import TopicPartition
 from minikafka.net import Node
@@ -39,6 +49,7 @@ class TopicInfo:
     error: int  # ErrorCode of the topic in the last response
     leaders: tuple[int, ...]  # per partition, -1 without a leader
     leader_epochs: tuple[int, ...] = ()  # per partition (KIP-320), when the broker says
+    topic_id: uuid.UUID | None = None  # from Metadata v10, when the broker says
     # The partitions with a leader, worked out once: every keyless record asks.
     available: tuple[int, ...] = attrs.field(init=False)
 
@@ -85,7 +96,10 @@ class ClientMetadata:
         return self._needs_update or (now - self.updated_at) * 1000 >= self.max_age_ms
 
     def update(
-        self, response: MetadataResponse, now: float, all_topics: bool = False
+        self,
+        response: MetadataResponse | MetadataResponseV8,
+        now: float,
+        all_topics: bool = False,
     ) -> bool:
         """Takes ``response`` in, for every topic if ``all_topics``: then the topics it
         does not name are gone (deleted). False if it names no broker, and is ignored.
@@ -97,10 +111,16 @@ class ClientMetadata:
         ignores such an answer (``handleSuccessfulResponse``: "Ignoring empty metadata
         response") and asks again: taking it would forget every broker and leader the
         client knew. The brokers and leaders stay, and another request is due.
+
+        A partition whose answer names an older leader epoch than the one known keeps
+        its leader and epoch (:meth:`_latest`), from a v12 answer; a v8 answer is taken
+        as it is (Kafka's client does not trust the epochs before v9).
         """
         if not response.brokers:
             self._needs_update = True
             return False
+        reliable = isinstance(response, MetadataResponse)
+        previous = self.topics
         if all_topics:
             self.topics = {}
             self._listed = frozenset(
@@ -127,8 +147,12 @@ class ClientMetadata:
                 leader = int(p.leader_id)
                 leaders[int(p.partition_index)] = leader if leader in self.nodes else -1
                 epochs[int(p.partition_index)] = int(p.leader_epoch)
+            topic_id = _topic_id(getattr(topic, "topic_id", None))
+            before = previous.get(str(topic.name))
+            if reliable and before is not None:
+                _latest(before, topic_id, leaders, epochs, self.nodes)
             self.topics[str(topic.name)] = TopicInfo(
-                error, tuple(leaders), tuple(epochs)
+                error, tuple(leaders), tuple(epochs), topic_id
             )
         self.updated_at = now
         # Ask again soon while a wanted topic has no partitions or a partition no leader.
@@ -178,3 +202,32 @@ class ClientMetadata:
             self.bootstrap
         )
         return known[index % len(known)]
+
+
+def _topic_id(value: object) -> uuid.UUID | None:
+    """A topic's id as an answer gives it: None where the broker has none (all zeros)."""
+    return value if isinstance(value, uuid.UUID) and value.int != 0 else None
+
+
+def _latest(
+    before: TopicInfo,
+    topic_id: uuid.UUID | None,
+    leaders: list[int],
+    epochs: list[int],
+    nodes: Collection[int],
+) -> None:
+    """Kafka's ``Metadata.updateLatestMetadata`` over one topic's new ``leaders`` and
+    ``epochs`` (changed in place): a partition whose new epoch is older than the one
+    ``before`` knew keeps its known leader and epoch, unless the topic's id changed
+    (another topic of the same name, whose epochs start again) or the answer names no
+    epoch; an equal or newer epoch is taken."""
+    if topic_id is not None and topic_id != before.topic_id:
+        return
+    for partition, epoch in enumerate(epochs):
+        if partition >= len(before.leader_epochs) or epoch < 0:
+            continue
+        known = before.leader_epochs[partition]
+        if epoch < known:
+            leader = before.leaders[partition]
+            leaders[partition] = leader if leader in nodes else -1
+            epochs[partition] = known
