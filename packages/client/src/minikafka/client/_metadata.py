@@ -25,6 +25,7 @@ A core: :meth:`ClientMetadata.update` takes the decoded response and the time.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import uuid
 from collections.abc import Collection, Iterable
@@ -32,7 +33,9 @@ from collections.abc import Collection, Iterable
 import attrs
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v8.response import MetadataResponse as MetadataResponseV8
-from kio.schema.metadata.v12.response import MetadataResponse
+from kio.schema.metadata.v12.response import MetadataResponse, MetadataResponseTopic
+from kio.schema.types import BrokerId
+from kio.static.primitive import i32
 
 from minikafka.common import TopicPartition
 from minikafka.net import Node
@@ -49,7 +52,6 @@ class TopicInfo:
     error: int  # ErrorCode of the topic in the last response
     leaders: tuple[int, ...]  # per partition, -1 without a leader
     leader_epochs: tuple[int, ...] = ()  # per partition (KIP-320), when the broker says
-    topic_id: uuid.UUID | None = None  # from Metadata v10, when the broker says
     # The partitions with a leader, worked out once: every keyless record asks.
     available: tuple[int, ...] = attrs.field(init=False)
 
@@ -72,6 +74,8 @@ class ClientMetadata:
     application hears of it at once); None once a Metadata request gets through."""
     all_topics: bool = False  # ask for every topic (a classic pattern subscription)
     exclude_internal: bool = True  # exclude.internal.topics: not offered to a pattern
+    topic_ids: dict[str, uuid.UUID] = attrs.field(factory=dict)
+    """Each topic's id, as the last answer that gave one said (Metadata v10+)."""
     _listed: frozenset[str] | None = None  # every topic, by the last all-topics answer
     _needs_update: bool = True
 
@@ -113,13 +117,12 @@ class ClientMetadata:
         client knew. The brokers and leaders stay, and another request is due.
 
         A partition whose answer names an older leader epoch than the one known keeps
-        its leader and epoch (:meth:`_latest`), from a v12 answer; a v8 answer is taken
+        its leader and epoch (:meth:`_newest`), from a v12 answer; a v8 answer is taken
         as it is (Kafka's client does not trust the epochs before v9).
         """
         if not response.brokers:
             self._needs_update = True
             return False
-        reliable = isinstance(response, MetadataResponse)
         previous = self.topics
         if all_topics:
             self.topics = {}
@@ -138,6 +141,8 @@ class ClientMetadata:
             if error != ErrorCode.none and not topic.partitions:
                 self.topics[str(topic.name)] = TopicInfo(error, ())
                 continue
+            if isinstance(topic, MetadataResponseTopic):  # v12: its epochs are trusted
+                topic = self._newest(topic, previous.get(str(topic.name)))
             count = (
                 max((int(p.partition_index) for p in topic.partitions), default=-1) + 1
             )
@@ -147,12 +152,8 @@ class ClientMetadata:
                 leader = int(p.leader_id)
                 leaders[int(p.partition_index)] = leader if leader in self.nodes else -1
                 epochs[int(p.partition_index)] = int(p.leader_epoch)
-            topic_id = _topic_id(getattr(topic, "topic_id", None))
-            before = previous.get(str(topic.name))
-            if reliable and before is not None:
-                _latest(before, topic_id, leaders, epochs, self.nodes)
             self.topics[str(topic.name)] = TopicInfo(
-                error, tuple(leaders), tuple(epochs), topic_id
+                error, tuple(leaders), tuple(epochs)
             )
         self.updated_at = now
         # Ask again soon while a wanted topic has no partitions or a partition no leader.
@@ -163,6 +164,37 @@ class ClientMetadata:
             for t in self.wanted
         )
         return True
+
+    def _newest(
+        self, topic: MetadataResponseTopic, before: TopicInfo | None
+    ) -> MetadataResponseTopic:
+        """Kafka's ``Metadata.updateLatestMetadata`` over one topic of an answer: a
+        partition whose leader epoch is older than the one ``before`` knew keeps the
+        known leader and epoch, unless the topic's id changed (another topic of the same
+        name, whose epochs start again) or the answer names no epoch (-1); an equal or
+        newer epoch is taken as it is."""
+        name = str(topic.name)
+        topic_id = _topic_id(topic.topic_id)
+        known_id = self.topic_ids.get(name)
+        if topic_id is not None:
+            self.topic_ids[name] = topic_id
+        if before is None or (topic_id is not None and topic_id != known_id):
+            return topic
+        partitions = []
+        for p in topic.partitions:
+            index, epoch = int(p.partition_index), int(p.leader_epoch)
+            epochs = before.leader_epochs
+            known = (
+                epochs[index] if index < min(len(epochs), len(before.leaders)) else -1
+            )
+            if 0 <= epoch < known:
+                p = dataclasses.replace(
+                    p,
+                    leader_id=BrokerId(before.leaders[index]),
+                    leader_epoch=i32(known),
+                )
+            partitions.append(p)
+        return dataclasses.replace(topic, partitions=tuple(partitions))
 
     def cluster_topics(self) -> Collection[str] | None:
         """The cluster's topics as the last all-topics answer listed them (internal
@@ -204,30 +236,6 @@ class ClientMetadata:
         return known[index % len(known)]
 
 
-def _topic_id(value: object) -> uuid.UUID | None:
+def _topic_id(value: uuid.UUID | None) -> uuid.UUID | None:
     """A topic's id as an answer gives it: None where the broker has none (all zeros)."""
-    return value if isinstance(value, uuid.UUID) and value.int != 0 else None
-
-
-def _latest(
-    before: TopicInfo,
-    topic_id: uuid.UUID | None,
-    leaders: list[int],
-    epochs: list[int],
-    nodes: Collection[int],
-) -> None:
-    """Kafka's ``Metadata.updateLatestMetadata`` over one topic's new ``leaders`` and
-    ``epochs`` (changed in place): a partition whose new epoch is older than the one
-    ``before`` knew keeps its known leader and epoch, unless the topic's id changed
-    (another topic of the same name, whose epochs start again) or the answer names no
-    epoch; an equal or newer epoch is taken."""
-    if topic_id is not None and topic_id != before.topic_id:
-        return
-    for partition, epoch in enumerate(epochs):
-        if partition >= len(before.leader_epochs) or epoch < 0:
-            continue
-        known = before.leader_epochs[partition]
-        if epoch < known:
-            leader = before.leaders[partition]
-            leaders[partition] = leader if leader in nodes else -1
-            epochs[partition] = known
+    return value if value is not None and value.int != 0 else None
