@@ -12,17 +12,30 @@ producer lets a Metadata request create a topic it does not know
 (``allow.auto.create.topics``, on by default); the broker decides
 (``auto.create.topics.enable``).
 
+A partition's leader epoch only grows (KIP-320): an answer naming an older epoch than the
+client has seen comes from a broker behind the cluster (one cut off from the
+controller keeps answering from its old image, itself still the leader) and is not
+taken for that partition, as Kafka's ``Metadata.updateLatestMetadata`` does not take it.
+Kafka's client trusts the epochs of Metadata v9 and later, and forgets a partition's
+epoch when its topic's id changes (a topic deleted and created again starts from
+epoch 0): the loop asks with v12, whose answers carry the ids.
+
 A core: :meth:`ClientMetadata.update` takes the decoded response and the time.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+import uuid
 from collections.abc import Collection, Iterable
 
 import attrs
 from kio.schema.errors import ErrorCode
-from kio.schema.metadata.v8.response import MetadataResponse
+from kio.schema.metadata.v8.response import MetadataResponse as MetadataResponseV8
+from kio.schema.metadata.v12.response import MetadataResponse, MetadataResponseTopic
+from kio.schema.types import BrokerId
+from kio.static.primitive import i32
 
 from minikafka.common import TopicPartition
 from minikafka.net import Node
@@ -61,6 +74,8 @@ class ClientMetadata:
     application hears of it at once); None once a Metadata request gets through."""
     all_topics: bool = False  # ask for every topic (a classic pattern subscription)
     exclude_internal: bool = True  # exclude.internal.topics: not offered to a pattern
+    topic_ids: dict[str, uuid.UUID] = attrs.field(factory=dict)
+    """Each topic's id, as the last answer that gave one said (Metadata v10+)."""
     _listed: frozenset[str] | None = None  # every topic, by the last all-topics answer
     _needs_update: bool = True
 
@@ -85,7 +100,10 @@ class ClientMetadata:
         return self._needs_update or (now - self.updated_at) * 1000 >= self.max_age_ms
 
     def update(
-        self, response: MetadataResponse, now: float, all_topics: bool = False
+        self,
+        response: MetadataResponse | MetadataResponseV8,
+        now: float,
+        all_topics: bool = False,
     ) -> bool:
         """Takes ``response`` in, for every topic if ``all_topics``: then the topics it
         does not name are gone (deleted). False if it names no broker, and is ignored.
@@ -97,10 +115,15 @@ class ClientMetadata:
         ignores such an answer (``handleSuccessfulResponse``: "Ignoring empty metadata
         response") and asks again: taking it would forget every broker and leader the
         client knew. The brokers and leaders stay, and another request is due.
+
+        A partition whose answer names an older leader epoch than the one known keeps
+        its leader and epoch (:meth:`_newest`), from a v12 answer; a v8 answer is taken
+        as it is (Kafka's client does not trust the epochs before v9).
         """
         if not response.brokers:
             self._needs_update = True
             return False
+        previous = self.topics
         if all_topics:
             self.topics = {}
             self._listed = frozenset(
@@ -118,6 +141,8 @@ class ClientMetadata:
             if error != ErrorCode.none and not topic.partitions:
                 self.topics[str(topic.name)] = TopicInfo(error, ())
                 continue
+            if isinstance(topic, MetadataResponseTopic):  # v12: its epochs are trusted
+                topic = self._newest(topic, previous.get(str(topic.name)))
             count = (
                 max((int(p.partition_index) for p in topic.partitions), default=-1) + 1
             )
@@ -139,6 +164,37 @@ class ClientMetadata:
             for t in self.wanted
         )
         return True
+
+    def _newest(
+        self, topic: MetadataResponseTopic, before: TopicInfo | None
+    ) -> MetadataResponseTopic:
+        """Kafka's ``Metadata.updateLatestMetadata`` over one topic of an answer: a
+        partition whose leader epoch is older than the one ``before`` knew keeps the
+        known leader and epoch, unless the topic's id changed (another topic of the same
+        name, whose epochs start again) or the answer names no epoch (-1); an equal or
+        newer epoch is taken as it is."""
+        name = str(topic.name)
+        topic_id = _topic_id(topic.topic_id)
+        known_id = self.topic_ids.get(name)
+        if topic_id is not None:
+            self.topic_ids[name] = topic_id
+        if before is None or (topic_id is not None and topic_id != known_id):
+            return topic
+        partitions = []
+        for p in topic.partitions:
+            index, epoch = int(p.partition_index), int(p.leader_epoch)
+            epochs = before.leader_epochs
+            known = (
+                epochs[index] if index < min(len(epochs), len(before.leaders)) else -1
+            )
+            if 0 <= epoch < known:
+                p = dataclasses.replace(
+                    p,
+                    leader_id=BrokerId(before.leaders[index]),
+                    leader_epoch=i32(known),
+                )
+            partitions.append(p)
+        return dataclasses.replace(topic, partitions=tuple(partitions))
 
     def cluster_topics(self) -> Collection[str] | None:
         """The cluster's topics as the last all-topics answer listed them (internal
@@ -178,3 +234,8 @@ class ClientMetadata:
             self.bootstrap
         )
         return known[index % len(known)]
+
+
+def _topic_id(value: uuid.UUID | None) -> uuid.UUID | None:
+    """A topic's id as an answer gives it: None where the broker has none (all zeros)."""
+    return value if value is not None and value.int != 0 else None

@@ -1,8 +1,15 @@
 """The task that keeps a client's metadata fresh, shared by the producer and consumer
-shells: a Metadata request for the topics the client uses whenever the metadata asks
-for one (a new topic, a moved leader, ``metadata.max.age.ms``), to any known broker,
-the next one after a failure, ``retry.backoff.ms`` apart while a topic still lacks
-partitions or leaders."""
+shells: a Metadata request (v12, whose answers carry topic ids) for the topics the
+client uses whenever the metadata asks for one (a new topic, a moved leader,
+``metadata.max.age.ms``), ``retry.backoff.ms`` apart while a topic still lacks
+partitions or leaders.
+
+Each request goes to the next known broker, whether the one before answered or not.
+Kafka's ``NetworkClient.leastLoadedNode`` picks among the brokers from a random offset
+each time; a client that kept asking the broker that answered last could keep hearing
+one cut off from the controller, which still names itself the leader of partitions
+the cluster has moved (chaos/README.md, seed 122). Asking them in turn, the client
+hears the newer leader epochs too, and :meth:`ClientMetadata.update` keeps them."""
 
 from __future__ import annotations
 
@@ -12,8 +19,8 @@ from collections.abc import Callable
 
 import attrs
 import trio
-from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
-from kio.schema.metadata.v8.response import MetadataResponse
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.metadata.v12.response import MetadataResponse
 from kio.schema.types import TopicName
 
 from minikafka.common.shell import Wakeup
@@ -54,11 +61,14 @@ class MetadataRefresher:
                 request = MetadataRequest(
                     topics=None  # every topic
                     if every
-                    else tuple(MetadataRequestTopic(name=TopicName(t)) for t in topics),
+                    else tuple(
+                        MetadataRequestTopic(topic_id=None, name=TopicName(t))
+                        for t in topics
+                    ),
                     allow_auto_topic_creation=self.allow_auto_create,
-                    include_cluster_authorized_operations=False,
                     include_topic_authorized_operations=False,
                 )
+                self._attempt += 1  # the next request to the next broker, as it goes
                 try:
                     response = await self.client.send(node, request)
                 except AuthenticationFailed as exc:
@@ -71,12 +81,10 @@ class MetadataRefresher:
                             str(exc),
                         )
                     self.on_update()
-                    self._attempt += 1
                     await trio.sleep(backoff)
                     continue
                 except ClientError as exc:
                     _logger.info("Metadata from node %s failed: %s", node.node_id, exc)
-                    self._attempt += 1
                     await trio.sleep(backoff)
                     continue
                 if isinstance(response, MetadataResponse):
@@ -85,11 +93,10 @@ class MetadataRefresher:
                         taken = self.metadata.update(response, self.clock(), every)
                     if taken:
                         self.on_update()
-                    else:  # it knows no live broker: ask another one next
+                    else:  # it knows no live broker: another one is asked next
                         _logger.info(
                             "Metadata from node %s names no broker", node.node_id
                         )
-                        self._attempt += 1
                 with self.lock:
                     again = self.metadata.update_due(self.clock())
                 if again:  # a topic still without partitions or leaders: not in a spin
