@@ -4,7 +4,7 @@
 state (and the run's traces) and prints each anomaly with the operations or trace
 events that show it, then a count by kind; it exits 1 if it found any.
 ``run --seed N --duration S --mode kraft|zk --controllers 1|3 [--faults K,...]
-[--clients confluent-kafka,minikafka] --out DIR`` runs a cluster through the seed's
+[--clients confluent-kafka,minikafka] [--producers N] --out DIR`` runs a cluster through the seed's
 faults with real clients, checks what they saw and prints a summary
 (:mod:`chaos.runner`); it exits 1 on any anomaly, 2 if the run itself went wrong (its
 summary's notes say how).
@@ -114,6 +114,12 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
         help=f"the producers' clients, taken in turn: {', '.join(CLIENTS)}",
     )
     running.add_argument(
+        "--producers",
+        type=int,
+        default=None,
+        help="producers to run (default: two, or one per client named if more)",
+    )
+    running.add_argument(
         "--churn",
         type=float,
         default=0.0,
@@ -146,6 +152,8 @@ def _run(args: argparse.Namespace, out: TextIO, parser: argparse.ArgumentParser)
     unknown = [c for c in clients if c not in CLIENTS]
     if unknown or not clients:
         parser.error(f"--clients: choose from {', '.join(CLIENTS)}, not {unknown}")
+    if args.producers is not None and args.producers < 1:
+        parser.error("--producers: at least one")
     # SIGTERM ends the run through its cleanup (nodes killed, namespaces removed),
     # as Ctrl-C does, rather than leaving them behind.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
@@ -155,10 +163,18 @@ def _run(args: argparse.Namespace, out: TextIO, parser: argparse.ArgumentParser)
         args.mode,
         args.controllers,
         faults=kinds,
+        producers=producer_count(clients, args.producers),
         clients=clients,
         churn=args.churn,
     )
     return run(opts, Path(args.out), out)
+
+
+def producer_count(clients: tuple[str, ...], asked: int | None) -> int:
+    """``--producers``, or by default two producers, or one per client named when
+    ``--clients`` names more: producers take the clients in turn, so a third client
+    named with two producers would run nothing."""
+    return asked if asked is not None else max(2, len(clients))
 
 
 def _ids(text: str) -> tuple[int, ...]:
