@@ -333,7 +333,8 @@ def _summary(
         f"chaos run: seed {opts.seed}, {opts.duration:.0f}s, mode {opts.mode}, "
         f"{0 if opts.mode == 'zk' else opts.controllers} controller(s), "
         f"{brokers(opts)} brokers, faults {','.join(opts.faults)}, "
-        f"producers' clients {','.join(opts.clients)}",
+        f"{opts.producers} producers, clients "
+        f"{','.join(opts.clients[p % len(opts.clients)] for p in range(opts.producers))}",
         links,
         "",
         f"{'fault':<24} {'injected':>8} {'skipped':>8} {'errors':>8}",
