@@ -16,6 +16,8 @@ What is checked:
 
 from __future__ import annotations
 
+import uuid
+
 import attrs
 import pytest
 import trio
@@ -78,7 +80,7 @@ def test_a_request_without_retries_gets_one_attempt() -> None:
 
 def test_heartbeats_and_registration_are_not_retried_here_the_others_for_60_s() -> None:
     assert retry_timeout(BrokerHeartbeatRequest(1, 2, 3)) == 0.0
-    assert retry_timeout(BrokerRegistrationRequest(1, "x", ())) == 0.0
+    assert retry_timeout(BrokerRegistrationRequest(1, uuid.uuid4(), ())) == 0.0
     forwarded: list[ControllerRequest] = [
         CREATE,
         AlterPartitionRequest(1, 2, ()),
@@ -187,7 +189,7 @@ async def test_a_request_no_controller_answers_times_out_after_the_forwarding_ti
         waited = trio.current_time() - start
         nursery.cancel_scope.cancel()
     assert caught.value.error_code is ErrorCode.request_timed_out
-    assert FORWARDING_RETRY_TIMEOUT - RETRY_BACKOFF <= waited
+    assert waited >= FORWARDING_RETRY_TIMEOUT - RETRY_BACKOFF
     assert waited <= FORWARDING_RETRY_TIMEOUT
     assert len(channel.asked) == pytest.approx(
         FORWARDING_RETRY_TIMEOUT / RETRY_BACKOFF, abs=2

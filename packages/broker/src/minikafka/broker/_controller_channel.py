@@ -235,17 +235,18 @@ class RemoteController:
     async def _until_answered(
         self,
         attempt: Callable[[], Awaitable[object]],
-        timeout: float,
+        retry_for: float,
         *,
         api_key: int | None = None,
     ) -> object:
         """Kafka's request thread (:mod:`._controller_retry`): a dropped connection
         and an answer from a voter that does not lead make the request go again, to
-        the next controller the locator names, until ``timeout``; then REQUEST_TIMED_OUT.
-        With no retry (``timeout`` 0) the caller hears the first outcome as it was."""
+        the next controller the locator names, for ``retry_for`` seconds; then
+        REQUEST_TIMED_OUT. With no retry (``retry_for`` 0) the caller hears the first
+        outcome as it was."""
         if self._client is None:
             raise ControllerError(ErrorCode.request_timed_out)
-        retry = ControllerRetry(trio.current_time(), timeout)
+        retry = ControllerRetry(trio.current_time(), retry_for)
         while True:
             node = self.node
             failure: BaseException | None = None
