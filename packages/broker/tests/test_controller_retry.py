@@ -11,12 +11,16 @@ What is checked:
 - the channel: a CreateTopics answered NOT_CONTROLLER, or whose connection dropped, goes
   to the next voter, and the caller gets the active controller's answer, never
   NOT_CONTROLLER; one no voter answers fails REQUEST_TIMED_OUT once the timeout passed;
-  a heartbeat hears NOT_CONTROLLER at once, its loop sending the next.
+  a heartbeat hears NOT_CONTROLLER at once, its loop sending the next;
+- a topic the broker creates for a Metadata request is asked once, and a voter that
+  does not lead leaves it LEADER_NOT_AVAILABLE at once (Kafka's AutoTopicCreationManager
+  answers so; the client asks again), not held through the election.
 """
 
 from __future__ import annotations
 
 import uuid
+from typing import cast
 
 import attrs
 import pytest
@@ -26,6 +30,7 @@ from kio.schema.errors import ErrorCode
 from kio.schema.types import TopicName
 from kio.static.primitive import i32
 
+from minikafka.broker._admin import auto_create_topics
 from minikafka.broker._controller_channel import ControllerLocator, RemoteController
 from minikafka.broker._controller_retry import (
     FORWARDING_RETRY_TIMEOUT,
@@ -34,12 +39,14 @@ from minikafka.broker._controller_retry import (
     from_stale_controller,
     retry_timeout,
 )
+from minikafka.broker._metadata_cache import MetadataCache
 from minikafka.controller import (
     AllocateProducerIdsRequest,
     AlterPartitionRequest,
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
     BrokerRegistrationRequest,
+    ControllerConfig,
     ControllerError,
     ControllerRequest,
     ControllerResponse,
@@ -208,3 +215,25 @@ async def test_a_heartbeat_hears_not_controller_at_once(
     assert answer == refused
     assert channel.asked == [0]
     assert channel.node.node_id == 1  # its next heartbeat asks the next voter
+
+
+async def test_an_auto_creation_is_asked_once_and_left_leader_not_available(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    channel = three_voters(
+        n0=created(ErrorCode.not_controller),
+        n1=created(ErrorCode.not_controller),
+        n2=created(ErrorCode.none),
+    )
+    async with trio.open_nursery() as nursery:
+        await nursery.start(channel.run)
+        start = trio.current_time()
+        errors = await auto_create_topics(
+            channel, cast(MetadataCache, None), ControllerConfig(), ["orders"]
+        )
+        waited = trio.current_time() - start
+        nursery.cancel_scope.cancel()
+    assert errors == {"orders": ErrorCode.leader_not_available}
+    assert channel.asked == [0]
+    assert waited == 0
+    assert channel.node.node_id == 1  # the client's next Metadata asks the next voter

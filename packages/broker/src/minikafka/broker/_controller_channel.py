@@ -218,9 +218,16 @@ class RemoteController:
             finally:
                 self._client = None
 
-    async def submit(self, request: ControllerRequest) -> ControllerResponse:
-        timeout = retry_timeout(request) if self.retries else 0.0
-        answer = await self._until_answered(lambda: self._submit(request), timeout)
+    async def submit(
+        self, request: ControllerRequest, *, retry_for: float | None = None
+    ) -> ControllerResponse:
+        """``retry_for``: seconds to send ``request`` again (0: one attempt); by default
+        Kafka's timeout for its kind (:func:`~._controller_retry.retry_timeout`)."""
+        if retry_for is None:
+            retry_for = retry_timeout(request)
+        answer = await self._until_answered(
+            lambda: self._submit(request), retry_for if self.retries else 0.0
+        )
         return cast(ControllerResponse, answer)
 
     async def forward(self, body: RequestPayload) -> object:
@@ -535,3 +542,17 @@ class RemoteController:
                 for r in answer.results
             )
         )
+
+
+async def submit_once(
+    channel: ControllerChannel, request: ControllerRequest
+) -> ControllerResponse:
+    """``request`` in one attempt, for a topic the broker creates on a client's behalf
+    (Metadata's auto-creation, FindCoordinator's internal topics). Kafka's
+    ``AutoTopicCreationManager`` answers such a client at once (LEADER_NOT_AVAILABLE,
+    COORDINATOR_NOT_AVAILABLE) while its CreateTopics goes to the controller behind; the
+    client asks again, and its next request sends another. Held through an election,
+    the answer would hold every request behind it on the client's connection."""
+    if isinstance(channel, RemoteController):
+        return await channel.submit(request, retry_for=0.0)
+    return await channel.submit(request)
