@@ -10,6 +10,8 @@ The guarantees checked:
   assignment;
 - **a new active controller serves** within a few election timeouts (and brokers and
   clients find it by themselves: they are only given the voters and the brokers);
+- **a client never hears NOT_CONTROLLER**: a creation sent through a broker the moment
+  the active controller dies is forwarded again until the new one answers (KIP-590);
 - **the data path does not depend on the controller**: an ``acks=all`` producer writing
   throughout loses nothing and sees no failed delivery;
 - **no majority, no writes, nothing lost**: with two of three controllers dead, no
@@ -25,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import Future
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
@@ -230,6 +233,48 @@ def test_killing_the_active_controller_loses_no_acknowledged_creation(
     wait_for(
         lambda: quorum_status(cluster).get("MaxFollowerLag") == "0",
         "the restarted controller caught up (MaxFollowerLag 0)",
+    )
+
+
+def test_a_creation_as_the_active_controller_dies_never_hears_not_controller(
+    make_cluster: MakeCluster,
+) -> None:
+    """KIP-590 forwarding, as Kafka's broker does it: CreateTopics sent through a broker
+    the moment the active controller is SIGKILLed is forwarded to the dead controller,
+    then to voters electing a new leader (NOT_CONTROLLER), and the broker sends it again
+    until the new leader answers: the client hears no error and the topics exist.
+    librdkafka retries neither NOT_CONTROLLER nor REQUEST_TIMED_OUT for CreateTopics,
+    so any answer the broker passed on fails the creation."""
+    cluster = make_cluster(controllers=3)
+    leader = active_controller(cluster)
+    create_topic(cluster, "before")  # every broker has asked the leader by now
+    broker = min(cluster.broker_ports)
+    client = AdminClient(
+        {"bootstrap.servers": f"127.0.0.1:{cluster.port(broker)}", "log_level": 0}
+    )
+    client.list_topics(timeout=WAIT)  # connected, so nothing waits after the kill
+    cluster.kill(leader)
+    names = [f"during-{i}" for i in range(3)]
+    futures: dict[str, Future[None]] = {}
+    for name in names:  # one request each, sent at once
+        futures |= client.create_topics(
+            [NewTopic(name, 1, 3)], operation_timeout=30, request_timeout=WAIT * 2
+        )
+    errors: dict[str, str] = {}
+    for name, future in futures.items():
+        try:
+            future.result(timeout=WAIT * 2)
+        except KafkaException as exc:
+            errors[name] = exc.args[0].name()
+    assert errors == {}, errors
+    wait_for(
+        lambda: set(names) <= set(assignments(cluster, broker)),
+        "the topics created through the new controller",
+    )
+    assert all(
+        len(replicas) == 3
+        for name in names
+        for replicas in assignments(cluster, broker)[name]
     )
 
 

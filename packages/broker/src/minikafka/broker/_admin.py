@@ -51,7 +51,7 @@ from ._body import (
     DELETE_TOPICS_BY_NAME_OR_ID,
     DeleteTopicsByNameOrId,
 )
-from ._controller_channel import ControllerChannel
+from ._controller_channel import ControllerChannel, submit_once
 from ._describe_configs import ConfigEntry
 from ._metadata_cache import INTERNAL_TOPICS, ZERO_UUID, MetadataCache
 
@@ -465,6 +465,9 @@ async def handle_create_partitions(
     answers.respond()
 
 
+_ASK_AGAIN = (ErrorCode.none, ErrorCode.topic_already_exists, ErrorCode.not_controller)
+
+
 async def auto_create_topics(
     controller: ControllerChannel,
     cache: MetadataCache,
@@ -489,17 +492,18 @@ async def auto_create_topics(
         )
     )
     try:
-        response = await controller.submit(request)
+        response = await submit_once(controller, request)
     except ControllerError:
         # Kafka answers LEADER_NOT_AVAILABLE whatever becomes of the forwarded request
         # (the controller moved, a timeout), and the client asks again.
         return dict.fromkeys(names, ErrorCode.leader_not_available)
     assert isinstance(response, ControllerCreateTopicsResponse)
     # Created (or created by someone else meanwhile) but not replayed here yet, as
-    # on a broker-only node: LEADER_NOT_AVAILABLE, which every client retries.
+    # on a broker-only node, or asked of a voter that does not lead (its next attempt
+    # goes to the next one): LEADER_NOT_AVAILABLE, which every client retries.
     return {
         r.name: ErrorCode.leader_not_available
-        if r.error_code in (ErrorCode.none, ErrorCode.topic_already_exists)
+        if r.error_code in _ASK_AGAIN
         else r.error_code
         for r in response.topics
         if r.error_code is not ErrorCode.none or cache.topic(r.name) is None

@@ -19,8 +19,11 @@ answers; the others say NOT_CONTROLLER. A :class:`ControllerLocator` says which 
 ask: the leader that the broker's metadata fetcher last heard of (a voter that does not
 lead names the leader in its Fetch answer, KIP-595) or, on a combined node that is one
 of the voters, the leader its own Raft node knows of; while none is known, the next
-voter after one that failed to answer. Callers retry as they always do (heartbeats on
-their interval, clients on NOT_CONTROLLER), and their next attempt goes to the new one.
+voter after one that failed to answer. A request that voter did not answer (the
+connection dropped, or it said NOT_CONTROLLER) goes again to the next one named, until
+Kafka's forwarding timeout (:mod:`._controller_retry`), so a client never hears
+NOT_CONTROLLER from a broker; the broker's heartbeats get one attempt each, their loop
+sends the next.
 
 Kafka wraps a client's admin request in an Envelope with the client's principal; there
 is no authorization here, so the broker sends the request itself, in the newest version
@@ -30,7 +33,9 @@ both ends read (CreateTopics v4, DeleteTopics v3, CreatePartitions v1).
 from __future__ import annotations
 
 import datetime
-from typing import Protocol
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Protocol, cast
 
 import attrs
 import trio
@@ -106,6 +111,12 @@ from ._alter_configs import (
     config_change_from_wire,
     incremental_alter_configs_to_wire,
 )
+from ._controller_retry import (
+    FORWARDING_RETRY_TIMEOUT,
+    ControllerRetry,
+    from_stale_controller,
+    retry_timeout,
+)
 from ._reassignments import (
     alter_reassignments_from_wire,
     alter_reassignments_to_wire,
@@ -114,6 +125,8 @@ from ._reassignments import (
     list_reassignments_from_wire,
     list_reassignments_to_wire,
 )
+
+_logger = logging.getLogger(__name__)
 
 ADMIN_TIMEOUT = i32Timedelta.parse(datetime.timedelta(seconds=30))
 """The ``timeout_ms`` of forwarded admin requests: the controller answers once its
@@ -175,6 +188,10 @@ class RemoteController:
     security: ClientSecurity = attrs.field(factory=ClientSecurity, kw_only=True)
     """TLS and SASL towards the controller (KRaft: its controller listener; ZooKeeper mode:
     the inter-broker listener) (:mod:`._security_channels`)."""
+    retries: bool = attrs.field(default=True, kw_only=True)
+    """Whether a request the controller did not answer goes again (KRaft, as Kafka's
+    forwarding channel); ZooKeeper mode's channel names one controller per request and
+    hands its NOT_CONTROLLER on, as a Kafka 2.8 broker's clients heard it."""
     _client: NetworkClient | None = attrs.field(init=False, default=None)
 
     @property
@@ -201,38 +218,77 @@ class RemoteController:
             finally:
                 self._client = None
 
-    async def submit(self, request: ControllerRequest) -> ControllerResponse:
-        if self._client is None:
-            raise ControllerError(ErrorCode.request_timed_out)
-        node = self.node
-        try:
-            response = await self._submit(request)
-        except ClientError as exc:
-            # Unreachable or too slow: every caller retries (heartbeats, ISR proposals)
-            # or hands the error to its client, which retries (admin requests).
-            self.locator.failed(node)
-            raise ControllerError(ErrorCode.request_timed_out) from exc
-        if getattr(response, "error_code", None) is ErrorCode.not_controller:
-            self.locator.failed(node)  # unless the fetcher learns the leader first
-        return response
+    async def submit(
+        self, request: ControllerRequest, *, retry_for: float | None = None
+    ) -> ControllerResponse:
+        """``retry_for``: seconds to send ``request`` again (0: one attempt); by default
+        Kafka's timeout for its kind (:func:`~._controller_retry.retry_timeout`)."""
+        if retry_for is None:
+            retry_for = retry_timeout(request)
+        answer = await self._until_answered(
+            lambda: self._submit(request), retry_for if self.retries else 0.0
+        )
+        return cast(ControllerResponse, answer)
 
     async def forward(self, body: RequestPayload) -> object:
         """Send a client's request as it is to the active controller (DescribeQuorum,
-        which only the quorum's leader can answer); raises ControllerError if unreachable."""
+        CreateAcls, DeleteAcls, AlterUserScramCredentials), sent again as
+        :meth:`submit`'s are."""
+        timeout = FORWARDING_RETRY_TIMEOUT if self.retries else 0.0
+        return await self._until_answered(
+            lambda: self._send(body, object), timeout, api_key=int(body.__api_key__)
+        )
+
+    async def _until_answered(
+        self,
+        attempt: Callable[[], Awaitable[object]],
+        retry_for: float,
+        *,
+        api_key: int | None = None,
+    ) -> object:
+        """Kafka's request thread (:mod:`._controller_retry`): a dropped connection
+        and an answer from a voter that does not lead make the request go again, to
+        the next controller the locator names, for ``retry_for`` seconds; then
+        REQUEST_TIMED_OUT. With no retry (``retry_for`` 0) the caller hears the first
+        outcome as it was."""
         if self._client is None:
             raise ControllerError(ErrorCode.request_timed_out)
-        node = self.node
-        try:
-            answer = await self._client.send(node, body)
-        except ClientError as exc:
+        retry = ControllerRetry(trio.current_time(), retry_for)
+        while True:
+            node = self.node
+            failure: BaseException | None = None
+            answer: object = None
+            try:
+                answer = await attempt()
+            except ClientError as exc:  # unreachable, dropped, or too slow
+                failure = ControllerError(ErrorCode.request_timed_out)
+                failure.__cause__ = exc
+            except (
+                ControllerError
+            ) as exc:  # an answer's own error, raised on reading it
+                if exc.error_code is not ErrorCode.not_controller:
+                    raise
+                failure = exc
+            else:
+                if not from_stale_controller(answer, api_key):
+                    return answer
+            # Forget that controller: the next attempt goes to the next one named,
+            # unless the metadata fetcher learns the new leader first.
             self.locator.failed(node)
-            raise ControllerError(ErrorCode.request_timed_out) from exc
-        errors = [
-            p.error_code for t in getattr(answer, "topics", ()) for p in t.partitions
-        ]
-        if ErrorCode.not_leader_or_follower in errors:
-            self.locator.failed(node)  # unless the fetcher learns the leader first
-        return answer
+            wait = retry.after_failure(trio.current_time())
+            if wait is None:
+                if retry.retries:
+                    raise ControllerError(ErrorCode.request_timed_out) from failure
+                if failure is not None:
+                    raise failure
+                return answer
+            _logger.debug(
+                "controller %d did not answer (%s); attempt %d",
+                node.node_id,
+                "NOT_CONTROLLER" if failure is None else failure,
+                retry.attempts,
+            )
+            await trio.sleep(wait)
 
     async def _submit(self, request: ControllerRequest) -> ControllerResponse:
         match request:
@@ -287,7 +343,8 @@ class RemoteController:
         raise ControllerError(ErrorCode.unsupported_version)
 
     async def _send(self, body: RequestPayload, expected: type[object]) -> object:
-        assert self._client is not None
+        if self._client is None:  # the broker is stopping
+            raise ControllerError(ErrorCode.request_timed_out)
         response = await self._client.send(self.node, body)
         if not isinstance(response, expected):
             raise ControllerError(ErrorCode.unknown_server_error)
@@ -485,3 +542,17 @@ class RemoteController:
                 for r in answer.results
             )
         )
+
+
+async def submit_once(
+    channel: ControllerChannel, request: ControllerRequest
+) -> ControllerResponse:
+    """``request`` in one attempt, for a topic the broker creates on a client's behalf
+    (Metadata's auto-creation, FindCoordinator's internal topics). Kafka's
+    ``AutoTopicCreationManager`` answers such a client at once (LEADER_NOT_AVAILABLE,
+    COORDINATOR_NOT_AVAILABLE) while its CreateTopics goes to the controller behind; the
+    client asks again, and its next request sends another. Held through an election,
+    the answer would hold every request behind it on the client's connection."""
+    if isinstance(channel, RemoteController):
+        return await channel.submit(request, retry_for=0.0)
+    return await channel.submit(request)

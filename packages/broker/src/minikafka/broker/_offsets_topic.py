@@ -54,7 +54,7 @@ from minikafka.security import AclOperation, ResourceType
 
 from ._authorization import BrokerAuthorizer
 from ._config import KafkaConfig
-from ._controller_channel import ControllerChannel
+from ._controller_channel import ControllerChannel, submit_once
 from ._group_body import FIND_COORDINATOR, FIND_COORDINATOR_BATCHED
 from ._metadata_cache import AliveBroker, MetadataCache
 from ._txn_verify import AddPartitionsToTxnManager
@@ -215,7 +215,7 @@ async def ensure_internal_topic(
     if cache.topic(topic.name) is not None:
         return ErrorCode.none
     try:
-        response = await controller.submit(CreateTopicsRequest((topic,)))
+        response = await submit_once(controller, CreateTopicsRequest((topic,)))
     except ControllerError:
         return ErrorCode.coordinator_not_available
     assert isinstance(response, CreateTopicsResponse)

@@ -205,6 +205,7 @@ class ZkBrokerServer:
             "",
             client_id=f"broker-{node_id}-to-controller",
             security=config.channels.inter_broker,
+            retries=False,
         )
         channel = ZkControllerChannel(shell, remote, metadata, listener)
 
