@@ -19,7 +19,7 @@ the new leader replays the same records. The parts it is made of, each a module:
 - ``_snapshottable_coordinator.py``: a partition's offsets on a timeline (Kafka's
   ``SnapshottableCoordinator`` and ``OffsetMetadataManager.Offsets``): a write's records
   replayed at once, read back as committed, reverted when the write fails;
-- ``_coordinator_loader.py``: the replay of a partition on load (``CoordinatorLoaderImpl``);
+- ``_coordinator_loader.py``: a partition's replay on load (``CoordinatorLoaderImpl``);
 - ``_record_helpers.py``: a group and its offsets as records, and a group back from its
   record (``GroupCoordinatorRecordHelpers``);
 - ``_offset_expiration.py``: when a classic group's offsets expire (KIP-211,

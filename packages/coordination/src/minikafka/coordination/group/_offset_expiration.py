@@ -1,11 +1,12 @@
-"""When a classic group's committed offsets expire: ``offsets.retention.minutes`` (KIP-211).
+"""When a classic group's committed offsets expire: ``offsets.retention.minutes``
+(KIP-211).
 
 Kafka's ``OffsetExpirationConditionImpl`` with the base timestamp a classic group gives
 it (``ClassicGroup.offsetExpirationCondition``): an offset expires ``retention`` after
 its base, or at the expire timestamp it was committed with (OffsetCommit v2-v4's
 retention time). Since KIP-211 (Kafka 2.1) a group's offsets do not expire while it has
-members; once it is Empty, the base is the moment it became Empty, or the offset's commit
-for a group without a protocol type (a standalone consumer that only commits).
+members; once it is Empty, the base is the moment it became Empty, or the offset's
+commit for a group without a protocol type (a standalone consumer that only commits).
 
 ``OffsetsManager.expire_offsets`` (``_offsets.py``) asks this at each
 ``offsets.retention.check.interval.ms`` and writes the tombstones; a consumer group's

@@ -1,10 +1,11 @@
 """A classic group and its offsets as records of ``__consumer_offsets``, and back (seed
 000, "__consumer_offsets").
 
-Kafka's ``GroupCoordinatorRecordHelpers``: ``newGroupMetadataRecord`` (:func:`group_record`,
-written on each new generation), ``newOffsetCommitRecord`` (:func:`offset_records`) and
-the tombstones that delete a group (``newOffsetCommitTombstoneRecord``,
-``newGroupMetadataTombstoneRecord``: :func:`tombstones`). The way back is
+Kafka's ``GroupCoordinatorRecordHelpers``: ``newGroupMetadataRecord``
+(:func:`group_record`, written on each new generation), ``newOffsetCommitRecord``
+(:func:`offset_records`) and the tombstones that delete a group
+(``newOffsetCommitTombstoneRecord``, ``newGroupMetadataTombstoneRecord``:
+:func:`tombstones`). The way back is
 :func:`restore_group`, the group a load rebuilds from its last record (the older
 coordinator's ``GroupMetadata.loadGroup``; the newer one's ``GroupMetadataManager``
 replaying a ``GroupMetadataValue``).

@@ -2,8 +2,8 @@
 reverted (KIP-848's coordinator runtime; seed 000, "__consumer_offsets").
 
 Kafka's newer coordinator (KIP-848, since Kafka 3.7) keeps each partition's state as a
-``SnapshottableCoordinator`` driven by its ``CoordinatorRuntime``, and the offsets follow
-the log's consistency model. Each partition's offsets are :class:`Offsets` (Kafka's
+``SnapshottableCoordinator`` driven by its ``CoordinatorRuntime``, and the offsets
+follow the log's consistency model. Each partition's offsets are :class:`Offsets` (Kafka's
 ``OffsetMetadataManager.Offsets``) on a ``minikafka.common.timeline.SnapshotRegistry``,
 and a write's records are *replayed* into them as soon as the write is made, so the next
 request is checked against them. A snapshot is taken after each write; reads that answer
@@ -14,7 +14,8 @@ pending on the same registry (``_txn_offsets.py``) until their transaction's mar
 A classic group's membership is not on the timeline: like Kafka's classic groups, it
 lives in memory and is written as a group record on each generation; a consumer group's
 records have their own bookkeeping (``_consumer_timeline.py``). Which partitions this
-broker loaded, and their groups, is ``GroupMetadataManager``'s. A core: no I/O, no clock.
+broker loaded, and their groups, is ``GroupMetadataManager``'s. A core: no I/O, no
+clock.
 """
 
 from __future__ import annotations
