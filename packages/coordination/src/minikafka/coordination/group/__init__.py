@@ -9,9 +9,13 @@
   they are committed) and the writes in flight; ``_timers.py``: the timers' heap;
 - ``_group.py``, ``_group_state.py``: a group's metadata and its state machine's table;
 - ``_group_metadata_manager.py``, ``_offsets_records.py``: the cache (the groups in
-  memory, each partition's offsets on a timeline: written, committed, reverted) and its
-  records in ``__consumer_offsets``; ``_txn_offsets.py``: transactional offsets pending
-  until their transaction's marker (KIP-98) and the records a load meets for them;
+  memory, the partitions this broker serves) and its records in ``__consumer_offsets``;
+  ``_snapshottable_coordinator.py``: each partition's offsets on a timeline (written,
+  committed, reverted); ``_coordinator_loader.py``: a partition's replay on load;
+  ``_record_helpers.py``: a group and its offsets as records and back;
+  ``_offset_expiration.py``: when a classic group's offsets expire (KIP-211);
+  ``_txn_offsets.py``: transactional offsets pending until their transaction's marker
+  (KIP-98) and the records a load meets for them;
   ``_group_requests.py``: the requests and responses;
 - ``_member_state.py``, ``_current_assignment.py``: KIP-848's consumer protocol, begun: a
   member's reconciliation states as one table and Kafka's ``CurrentAssignmentBuilder``

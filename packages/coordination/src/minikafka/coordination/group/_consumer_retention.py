@@ -1,7 +1,7 @@
 """``offsets.retention.minutes`` for consumer groups (KIP-848), Kafka 4's rule.
 
 A classic group's offsets all wait for the group to be Empty, then expire together
-(``GroupMetadataManager.expired_offsets``). A consumer group's expire topic by topic
+(``_offset_expiration.py``). A consumer group's expire topic by topic
 (Kafka's ``OffsetMetadataManager.cleanupExpiredOffsets`` with
 ``ConsumerGroup.offsetExpirationCondition``): an offset of a topic no member subscribes
 to, by name or through a resolved regular expression, expires ``retention`` after it

@@ -2,8 +2,9 @@
 write is reverted, as Kafka's ``CoordinatorRuntime`` reverts its ``SnapshotRegistry``.
 
 The offsets have their timeline (``SnapshottableCoordinator`` in
-``_group_metadata_manager.py``): a write's records are replayed at once, and a failed one
-is taken out by going back to the state before it and replaying the writes made after it.
+``_snapshottable_coordinator.py``): a write's records are replayed at once, and a failed
+one is taken out by going back to the state before it and replaying the writes made
+after it.
 A consumer group keeps the same model with the same rule, over its records rather than
 snapshots: its state is wholly described by its records (``_consumer_records.py``), so
 this keeps, per group, the records as committed and each write not committed yet, in
