@@ -328,6 +328,12 @@ class ProducerShell:
                     self.sender.set_producer_id(
                         int(response.producer_id), int(response.producer_epoch)
                     )
+                _logger.info(  # Kafka's TransactionManager says so at INFO too
+                    "ProducerId set to %d with epoch %d (from node %s)",
+                    response.producer_id,
+                    response.producer_epoch,
+                    node.node_id,
+                )
                 self._wake_sender.set()
                 continue
             await trio.sleep(backoff)
