@@ -16,17 +16,22 @@ from typing import cast
 import trio
 import trio.testing
 from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator.v2.request import FindCoordinatorRequest
+from kio.schema.find_coordinator.v2.response import FindCoordinatorResponse
 from kio.schema.init_producer_id.v1.request import InitProducerIdRequest
 from kio.schema.init_producer_id.v1.response import InitProducerIdResponse
-from kio.schema.types import ProducerId
-from kio.static.primitive import i16, i32Timedelta
+from kio.schema.types import BrokerId, ProducerId
+from kio.static.primitive import i16, i32, i32Timedelta
 
 from minikafka.client import (
     ClientMetadata,
+    ConsumerConfig,
     ProducerConfig,
     RecordAccumulator,
     Sender,
 )
+from minikafka.client._consumer import consumer_cores
+from minikafka.client._consumer_shell import ConsumerShell
 from minikafka.client._least_loaded import LeastLoaded
 from minikafka.client._shell import ProducerShell
 from minikafka.net import NetworkClient, Node, RequestTimedOut
@@ -175,5 +180,69 @@ async def test_after_a_timeout_the_producer_id_is_asked_of_another_broker(
         ("InitProducerId", 1),
         ("timed out", 1),
         ("InitProducerId", 2),
+        ("answered", 2),
+    ]
+
+
+class Coordinators:
+    """Answers FindCoordinator (naming broker 2 the group's coordinator) as brokers 1-3
+    would, but broker 1, frozen: its requests fail after :data:`REQUEST_TIMEOUT`,
+    closing the connection. The group's other requests are never answered."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, int]] = []
+        self._load: dict[Node, int | None] = loads()
+        self.answered = trio.Event()
+
+    def load(self, node: Node) -> int | None:
+        return self._load.get(node)
+
+    async def send(self, node: Node, body: object) -> object:
+        if not isinstance(body, FindCoordinatorRequest):
+            await trio.sleep_forever()
+        self.events.append(("FindCoordinator", node.node_id))
+        if node.node_id == 1:
+            await trio.sleep(REQUEST_TIMEOUT)
+            self.events.append(("timed out", node.node_id))
+            raise RequestTimedOut(f"FindCoordinator to node {node.node_id} timed out")
+        self._load[node] = 0
+        self.events.append(("answered", node.node_id))
+        self.answered.set()
+        return FindCoordinatorResponse(
+            throttle_time=i32Timedelta.parse(datetime.timedelta(0)),
+            error_code=ErrorCode.none,
+            error_message=None,
+            node_id=BrokerId(2),
+            host="h",
+            port=i32(9002),
+        )
+
+
+async def test_a_consumer_asks_another_broker_for_its_coordinator_after_a_timeout(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    # Kafka's AbstractCoordinator.lookupCoordinator asks the least loaded broker each
+    # time. A consumer that asked the first broker by id every time would never find
+    # its coordinator while that broker is frozen, though the others answer.
+    config = ConsumerConfig.from_dict({"bootstrap.servers": "h:9001", "group.id": "g"})
+    fetcher, coordinator = consumer_cores(config)
+    fetcher.metadata.nodes = {n.node_id: n for n in NODES}
+    brokers = Coordinators()
+    shell = ConsumerShell(
+        fetcher,
+        coordinator,
+        cast(NetworkClient, brokers),
+        on_change=lambda: None,
+        clock=trio.current_time,
+    )
+    with trio.fail_after(10 * REQUEST_TIMEOUT):  # virtual time
+        async with trio.open_nursery() as nursery:
+            await nursery.start(shell.run)
+            await brokers.answered.wait()
+            nursery.cancel_scope.cancel()
+    assert brokers.events == [
+        ("FindCoordinator", 1),
+        ("timed out", 1),
+        ("FindCoordinator", 2),
         ("answered", 2),
     ]
