@@ -218,22 +218,40 @@ class Coordinators:
         )
 
 
+class GroupConnections:
+    """The group's own client, whose requests may wait as long as a JoinGroup: what
+    is sent on it is recorded, and never answered."""
+
+    def __init__(self) -> None:
+        self.sent: list[str] = []
+
+    def load(self, node: Node) -> int | None:
+        return None
+
+    async def send(self, node: Node, body: object) -> object:
+        self.sent.append(type(body).__name__)
+        await trio.sleep_forever()
+
+
 async def test_a_consumer_asks_another_broker_for_its_coordinator_after_a_timeout(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     # Kafka's AbstractCoordinator.lookupCoordinator asks the least loaded broker each
-    # time. A consumer that asked the first broker by id every time would never find
-    # its coordinator while that broker is frozen, though the others answer.
+    # time, with request.timeout.ms. A consumer that asked the first broker by id every
+    # time would never find its coordinator while that broker is frozen, though the
+    # others answer; one that asked on the group's client (whose requests may wait a
+    # whole rebalance) would wait that long before asking another.
     config = ConsumerConfig.from_dict({"bootstrap.servers": "h:9001", "group.id": "g"})
     fetcher, coordinator = consumer_cores(config)
     fetcher.metadata.nodes = {n.node_id: n for n in NODES}
-    brokers = Coordinators()
+    brokers, group = Coordinators(), GroupConnections()
     shell = ConsumerShell(
         fetcher,
         coordinator,
         cast(NetworkClient, brokers),
         on_change=lambda: None,
         clock=trio.current_time,
+        group_client=cast(NetworkClient, group),
     )
     with trio.fail_after(10 * REQUEST_TIMEOUT):  # virtual time
         async with trio.open_nursery() as nursery:
@@ -246,3 +264,4 @@ async def test_a_consumer_asks_another_broker_for_its_coordinator_after_a_timeou
         ("FindCoordinator", 2),
         ("answered", 2),
     ]
+    assert "FindCoordinatorRequest" not in group.sent

@@ -125,7 +125,6 @@ class ConsumerShell:
     # Where FindCoordinator and the topic ids' Metadata go: any broker, the least
     # loaded (Kafka's AbstractCoordinator.lookupCoordinator asks leastLoadedNode).
     _any_broker: LeastLoaded = attrs.field(factory=LeastLoaded)
-    _any_group_broker: LeastLoaded = attrs.field(factory=LeastLoaded)
 
     @property
     def metadata(self) -> ClientMetadata:
@@ -385,10 +384,8 @@ class ConsumerShell:
                 node = self._coordinator_node
                 finding = any(isinstance(r, FindCoordinator) for r in requests)
                 any_broker = (
-                    self._any_group_broker.choose(
-                        self.metadata.known_nodes(),
-                        (self.group_client or self.client).load,
-                        now,
+                    self._any_broker.choose(
+                        self.metadata.known_nodes(), self.client.load, now
                     )
                     if finding
                     else None
@@ -417,7 +414,14 @@ class ConsumerShell:
                     await self._learn_topic_ids({tp.topic for tp in request.owned})
                     ids = {name: i for i, name in self._topic_names.items()}
                 body = heartbeat_body(request, ids)
-            response = await (self.group_client or self.client).send(node, body)
+            # FindCoordinator goes to any broker with request.timeout.ms, as in Kafka:
+            # the group's client waits as long as a JoinGroup may take.
+            client = (
+                self.client
+                if isinstance(request, FindCoordinator)
+                else self.group_client or self.client
+            )
+            response = await client.send(node, body)
             if isinstance(
                 response, ConsumerGroupHeartbeatResponse
             ) and names_unknown_topic(response, self._topic_names):

@@ -8,7 +8,8 @@ Going through the known brokers from a starting point, the choice is:
 
 1. the first with a connection ready and nothing on it unanswered;
 2. else, of those with a connection ready, the one with the fewest requests unanswered;
-3. else, of those without one, the one this chooser sent to longest ago (never first).
+3. else, of those without one, the one this chooser sent to longest ago (one it never
+   sent to first).
 
 A broker cut off, or paused, holds every request sent to it until
 ``request.timeout.ms``; those requests count against it, and once one times out its
@@ -20,8 +21,9 @@ README.md, seed 122: a producer id asked of one broker until that request failed
 Kafka starts from a random broker each time; this starts from the next one in turn, as
 the metadata loop asks them (``_metadata_loop.py``), so that tests can name the
 order. A connection still in its handshake counts as none here, where Kafka prefers a
-connecting broker to an idle one: a broker that accepts connections but answers
-nothing (paused, or started and not serving requests yet) stays in its handshake.
+connecting broker to one without a connection: a broker that accepts connections but
+answers nothing (paused, or started and not serving requests yet) stays in its
+handshake.
 
 A core: it is handed each broker's load (:meth:`NetworkClient.load`) and the time.
 """
