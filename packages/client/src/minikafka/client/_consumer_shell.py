@@ -414,8 +414,8 @@ class ConsumerShell:
                     await self._learn_topic_ids({tp.topic for tp in request.owned})
                     ids = {name: i for i, name in self._topic_names.items()}
                 body = heartbeat_body(request, ids)
-            # FindCoordinator goes to any broker with request.timeout.ms, as in Kafka:
-            # the group's client waits as long as a JoinGroup may take.
+            # FindCoordinator goes to any broker within request.timeout.ms (as in Kafka;
+            # plus fetch.max.wait.ms): the group's client waits as long as a JoinGroup.
             client = (
                 self.client
                 if isinstance(request, FindCoordinator)
