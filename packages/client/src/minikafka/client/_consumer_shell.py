@@ -89,6 +89,7 @@ from ._group_wire import (
     topic_ids_from,
     topic_ids_request,
 )
+from ._least_loaded import LeastLoaded
 from ._message import KafkaError
 from ._metadata import ClientMetadata
 from ._metadata_loop import MetadataRefresher
@@ -121,6 +122,9 @@ class ConsumerShell:
     # The consumer protocol names topics by id (learnt by Metadata v12).
     _topic_names: dict[uuid.UUID, str] = attrs.field(factory=dict)
     _fatal_reported: bool = False
+    # Where FindCoordinator and the topic ids' Metadata go: any broker, the least
+    # loaded (Kafka's AbstractCoordinator.lookupCoordinator asks leastLoadedNode).
+    _any_broker: LeastLoaded = attrs.field(factory=LeastLoaded)
 
     @property
     def metadata(self) -> ClientMetadata:
@@ -378,11 +382,18 @@ class ConsumerShell:
                 requests = self.coordinator.on_timer(now).messages
                 deadline = self.coordinator.next_deadline()
                 node = self._coordinator_node
-                bootstrap = self.metadata.any_node(0)
+                finding = any(isinstance(r, FindCoordinator) for r in requests)
+                any_broker = (
+                    self._any_broker.choose(
+                        self.metadata.known_nodes(), self.client.load, now
+                    )
+                    if finding
+                    else None
+                )
             if requests or self.coordinator.events:
                 self.on_change()
             for request in requests:
-                target = bootstrap if isinstance(request, FindCoordinator) else node
+                target = any_broker if isinstance(request, FindCoordinator) else node
                 self._nursery.start_soon(self._group_request, request, target)
             # At least every second: a member also acts on what it is not told of by a
             # call (max.poll.interval.ms running out while the application is away).
@@ -403,7 +414,14 @@ class ConsumerShell:
                     await self._learn_topic_ids({tp.topic for tp in request.owned})
                     ids = {name: i for i, name in self._topic_names.items()}
                 body = heartbeat_body(request, ids)
-            response = await (self.group_client or self.client).send(node, body)
+            # FindCoordinator goes to any broker within request.timeout.ms (as in Kafka;
+            # plus fetch.max.wait.ms): the group's client waits as long as a JoinGroup.
+            client = (
+                self.client
+                if isinstance(request, FindCoordinator)
+                else self.group_client or self.client
+            )
+            response = await client.send(node, body)
             if isinstance(
                 response, ConsumerGroupHeartbeatResponse
             ) and names_unknown_topic(response, self._topic_names):
@@ -518,7 +536,11 @@ class ConsumerShell:
         if topics is None and subscribed.pattern is None:
             topics = subscribed.subscription
         request = topic_ids_request(topics)
-        response = await self.client.send(self.metadata.any_node(0), request)
+        with self.lock:
+            node = self._any_broker.choose(
+                self.metadata.known_nodes(), self.client.load, self.clock()
+            )
+        response = await self.client.send(node, request)
         if isinstance(response, MetadataResponse):
             self._topic_names.update(topic_ids_from(response))
 

@@ -228,11 +228,16 @@ class ClientMetadata:
     ) -> list[TopicPartition]:
         return [tp for tp in partitions if self.leader_of(tp) == node_id]
 
-    def any_node(self, index: int) -> Node:
-        """A broker to ask for metadata: a known one, else a bootstrap server."""
-        known = sorted(self.nodes.values(), key=lambda n: n.node_id) or list(
+    def known_nodes(self) -> list[Node]:
+        """The brokers to ask what any broker can answer, by id: the known ones, else
+        the bootstrap servers."""
+        return sorted(self.nodes.values(), key=lambda n: n.node_id) or list(
             self.bootstrap
         )
+
+    def any_node(self, index: int) -> Node:
+        """A broker to ask for metadata: the ``index``-th known one, in turn."""
+        known = self.known_nodes()
         return known[index % len(known)]
 
 

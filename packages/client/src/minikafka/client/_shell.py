@@ -10,11 +10,12 @@ Three tasks, as Kafka's producer has one Sender thread doing all three:
 - the **metadata loop** (``MetadataRefresher``) sends a Metadata request whenever the
   metadata asks for one;
 - the **producer-id task** gets a producer id (InitProducerId) whenever the idempotent
-  Sender needs one;
+  Sender needs one, from the least loaded broker (:class:`~._least_loaded.LeastLoaded`,
+  chosen again for each attempt);
 - a transactional producer's **transaction task** makes the requests its
   :class:`~._transactions.TransactionManager` asks for, one at a time, each to the node
-  it names (the transaction coordinator, the group's, or any broker for
-  FindCoordinator), and sleeps until the manager's next deadline or a wake-up.
+  it names (the transaction coordinator, the group's, or for FindCoordinator the least
+  loaded broker), and sleeps until the manager's next deadline or a wake-up.
 
 Requests to one broker go through one task per broker that queues them on the
 connection in the order the Sender made them (``NetworkClient.enqueue``) and then waits
@@ -61,6 +62,7 @@ from minikafka.net import ClientError, NetworkClient, Node, PendingRequest
 from minikafka.trace import EpochClock
 
 from ._accumulator import RecordAccumulator
+from ._least_loaded import LeastLoaded
 from ._message import KafkaError
 from ._metadata import ClientMetadata
 from ._metadata_loop import MetadataRefresher
@@ -144,6 +146,8 @@ class ProducerShell:
     _queues: dict[int, trio.MemorySendChannel[ProducePlan]] = attrs.field(factory=dict)
     _nursery: trio.Nursery | None = None
     _refresher: MetadataRefresher | None = None
+    # Where InitProducerId and FindCoordinator go: any broker, the least loaded.
+    _any_broker: LeastLoaded = attrs.field(factory=LeastLoaded)
 
     @property
     def accumulator(self) -> RecordAccumulator:
@@ -285,14 +289,24 @@ class ProducerShell:
 
     # --- metadata and the producer id ---------------------------------------------
 
+    def _least_loaded_node(self) -> Node:
+        """The broker to send a request any broker can answer (holding the lock)."""
+        return self._any_broker.choose(
+            self.metadata.known_nodes(), self.client.load, self.clock()
+        )
+
     async def _producer_id_loop(self) -> None:
+        """An idempotent producer's InitProducerId, as Kafka's Sender sends one for a
+        transaction manager's request naming no coordinator: to the least loaded
+        broker, chosen again for each attempt, so that a broker that does not answer
+        (cut off, paused, not serving yet) holds the producer for one request timeout
+        at most, not one each time it needs an id."""
         backoff = self.sender.config.retry_backoff_ms / 1000
-        attempt = 0
         while True:
             with self.lock:
                 needed = self.sender.needs_producer_id()
-                node = self.metadata.any_node(attempt)
-            if not needed:
+                node = self._least_loaded_node() if needed else None
+            if node is None:
                 await self._wake_producer_id.sleep_until(None, self.clock)
                 continue
             request = InitProducerIdRequest(
@@ -314,9 +328,14 @@ class ProducerShell:
                     self.sender.set_producer_id(
                         int(response.producer_id), int(response.producer_epoch)
                     )
+                _logger.info(  # Kafka's TransactionManager says so at INFO too
+                    "ProducerId set to %d with epoch %d (from node %s)",
+                    response.producer_id,
+                    response.producer_epoch,
+                    node.node_id,
+                )
                 self._wake_sender.set()
                 continue
-            attempt += 1
             await trio.sleep(backoff)
 
     # --- transactions ---------------------------------------------------------------
@@ -324,7 +343,6 @@ class ProducerShell:
     async def _transaction_loop(self) -> None:
         transactions = self.sender.transactions
         assert transactions is not None
-        attempt = 0
         while True:
             with self.lock:
                 now = self.clock()
@@ -336,16 +354,15 @@ class ProducerShell:
                 await self._wake_transactions.sleep_until(wake_by, self.clock)
                 continue
             [plan] = result.messages
-            attempt += 1
-            await self._transaction_request(plan, attempt)
+            await self._transaction_request(plan)
 
-    async def _transaction_request(self, plan: TxnPlan, attempt: int) -> None:
+    async def _transaction_request(self, plan: TxnPlan) -> None:
         """Make one of the transaction manager's requests and hand it the answer."""
         transactions = self.sender.transactions
         assert transactions is not None
         with self.lock:
             node = (
-                self.metadata.any_node(attempt)
+                self._least_loaded_node()
                 if isinstance(plan, FindCoordinatorPlan)
                 else self.metadata.node(plan.node)
             )

@@ -342,6 +342,16 @@ class NetworkClient:
             return 0, 0
         return len(connection.in_flight), len(connection.unsent)
 
+    def load(self, node: Node) -> int | None:
+        """Requests on the connection to ``node`` not answered yet (in flight and
+        waiting to be sent); None without a connection ready for requests (none, or
+        one still in its handshake). What Kafka's ``NetworkClient.leastLoadedNode``
+        weighs a broker by (``inFlightRequests.count``, ``connectionStates.isReady``)."""
+        connection = self._connections.get(node)
+        if connection is None or connection.closed or not connection.ready.is_set():
+            return None
+        return len(connection.in_flight) + len(connection.unsent)
+
     async def api_versions(self, node: Node) -> Mapping[int, tuple[int, int]]:
         """What the broker advertised when this client connected."""
         return (await self._connection(node)).api_versions
