@@ -23,7 +23,7 @@ from __future__ import annotations
 import datetime
 import logging
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -31,12 +31,14 @@ from typing import Any
 import attrs
 import pytest
 import trio
+from kazoo.exceptions import SessionExpiredError
 from kio.schema.errors import ErrorCode
 
 import minikafka.broker._apis as apis_module
 import minikafka.broker._metadata_fetcher as fetcher_module
 import minikafka.broker._metadata_publisher as publisher_module
 import minikafka.broker._server as server_module
+import minikafka.broker.zk._server as zk_server_module
 from minikafka.broker import BrokerServer
 from minikafka.broker._config import KafkaConfig
 from minikafka.broker._controller_channel import ControllerLocator
@@ -587,3 +589,48 @@ async def test_a_metadata_log_that_disowns_committed_records_is_a_fatal_fault(
     finally:
         assert broker.observer is not None
         broker.observer.close()
+
+
+# --- ZooKeeper mode: the session expiring while the broker starts -------------------------
+
+
+async def test_a_zookeeper_session_expiring_during_start_up_stops_the_broker_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ZooKeeper paused past the session timeout while a broker starts: Kafka's start-up
+    fails on the SESSIONEXPIRED answer; minikafka's stops with the line a supervisor
+    (and the chaos harness) reads as "no ZooKeeper answered", not with a traceback."""
+    server = zk_broker(tmp_path)
+
+    async def connected(_self: object, connect_timeout: float = 30.0) -> None:
+        return None
+
+    async def expired(_self: object) -> None:
+        raise SessionExpiredError()
+
+    monkeypatch.setattr(type(server.zk), "connect", connected)
+    monkeypatch.setattr(zk_server_module, "_cluster_id", _a_cluster_id)
+    monkeypatch.setattr(type(server.config_changes), "start", expired)
+    with pytest.raises(BaseExceptionGroup) as raised:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(server.run)
+    errors, others = raised.value.split(ConnectionError)
+    assert errors is not None, raised.value
+    assert others is None, raised.value
+    leaves = list(_leaves(errors))
+    assert len(leaves) == 1
+    message = str(leaves[0])
+    assert "no ZooKeeper answered at zookeeper.connect=127.0.0.1:1" in message
+    assert "the session expired" in message
+
+
+async def _a_cluster_id(zk: object) -> str:
+    return new_cluster_id()
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> Iterator[BaseException]:
+    for exc in group.exceptions:
+        if isinstance(exc, BaseExceptionGroup):
+            yield from _leaves(exc)
+        else:
+            yield exc

@@ -51,7 +51,7 @@ from collections.abc import Mapping
 
 import attrs
 import trio
-from kazoo.exceptions import KazooException
+from kazoo.exceptions import ConnectionLoss, KazooException, SessionExpiredError
 from kazoo.handlers.threading import KazooTimeoutError
 from kio.schema.errors import ErrorCode
 
@@ -299,27 +299,17 @@ class ZkBrokerServer:
                 await nursery.start(self.apis.run)
                 await nursery.start(self.shell.run)
                 await nursery.start(self.channel.remote.run)
-                # Before the controller knows this broker (it would send LeaderAndIsr,
-                # whose topics' configs are read then): every change after that read is
-                # a notification this broker handles.
-                await self.config_changes.start()
-                await nursery.start(self.config_changes.run)
-                # Before any client connects: the credentials SASL listeners check and
-                # the ACLs the authorizer reads.
-                await self.security.start()
-                await nursery.start(self.security.run)
-                await nursery.start(self.socket_server.serve)
-                self.apis.ready.set()  # the controller's first requests may come at once
-                # The dynamic broker configs before any partition is hosted here: a
-                # restarted broker's topics start with them.
-                await self.configs.load_broker_configs()
-                await self._register()
-                nursery.start_soon(self._zookeeper_events)
-                self.shell.elect()
-                # Ready once the controller has told this broker the cluster: before
-                # that, Metadata would list no broker and no controller, and a client
-                # that asked then might wait long before asking again.
-                await self._first_metadata.wait()
+                try:
+                    await self._start_up(nursery)
+                except (SessionExpiredError, ConnectionLoss):
+                    # ZooKeeper stopped answering mid-start-up, for longer than the
+                    # session (a paused or overloaded server): as Kafka's broker, whose
+                    # start-up fails on a SESSIONEXPIRED answer, stop, in one line: the
+                    # user's (or a supervisor's) to start again once it answers.
+                    raise ConnectionError(
+                        f"no ZooKeeper answered at {ZOOKEEPER_CONNECT}={self.zk.hosts} "
+                        "while starting: the session expired"
+                    ) from None
                 host, port = self.bound_address()
                 _logger.info(
                     "minikafka broker %d (ZooKeeper mode, cluster %s) listening on %s:%d",
@@ -388,6 +378,32 @@ class ZkBrokerServer:
                 f"Error handling the ZooKeeper event {event}", key="ZooKeeper events"
             ):
                 await self._on_zookeeper_event(event, session)
+
+    async def _start_up(self, nursery: trio.Nursery) -> None:
+        """The start-up steps that read and write ZooKeeper, in order, up to the
+        controller's first word: configs and security followed, the listener open,
+        this broker registered and its session's events handled."""
+        # Before the controller knows this broker (it would send LeaderAndIsr,
+        # whose topics' configs are read then): every change after that read is
+        # a notification this broker handles.
+        await self.config_changes.start()
+        await nursery.start(self.config_changes.run)
+        # Before any client connects: the credentials SASL listeners check and
+        # the ACLs the authorizer reads.
+        await self.security.start()
+        await nursery.start(self.security.run)
+        await nursery.start(self.socket_server.serve)
+        self.apis.ready.set()  # the controller's first requests may come at once
+        # The dynamic broker configs before any partition is hosted here: a
+        # restarted broker's topics start with them.
+        await self.configs.load_broker_configs()
+        await self._register()
+        nursery.start_soon(self._zookeeper_events)
+        self.shell.elect()
+        # Ready once the controller has told this broker the cluster: before
+        # that, Metadata would list no broker and no controller, and a client
+        # that asked then might wait long before asking again.
+        await self._first_metadata.wait()
 
     async def _on_zookeeper_event(
         self, event: WatchFired | SessionChanged, session: _Session
