@@ -37,6 +37,9 @@ The kinds injected today (:data:`INJECTED`):
 - ``broker-add``, ``broker-remove``: a broker joins (a new id, registered, replicas
   moved onto it) or is drained and shut down (:mod:`chaos.membership`); heal: the
   added one drained and shut down, the removed one started and given its replicas back.
+  In ZooKeeper mode a broker added while ZooKeeper's server is down gives up its
+  start-up, as Kafka's does: the add is recorded as skipped with that reason; a
+  removed one returned so is started again once the server answers.
 
 A node is started again without waiting for it to say it is ready (a broker is ready
 once registered, and the controller it needs may be healed at the same instant).
@@ -88,6 +91,12 @@ INJECTED: tuple[str, ...] = (
 NOT_INJECTED: tuple[str, ...] = tuple(kind for kind in KINDS if kind not in INJECTED)
 
 
+class NotCarriedOut(Exception):
+    """A fault that could not be carried out for a reason the cluster gave, as Kafka's
+    would (a broker added while ZooKeeper's server was down gave up its start-up):
+    recorded as skipped with that reason, not as the harness failing."""
+
+
 @attrs.define
 class Injected:
     """What one fault did, for the run's record: its nodes once resolved, when it
@@ -99,7 +108,8 @@ class Injected:
     healed: float | None = None
     error: str = ""
     skipped: str = ""
-    """Why it was not started, when its node was already down by another fault."""
+    """Why it was not started: its node already down by another fault, or the cluster
+    refused it as Kafka's would (:class:`NotCarriedOut`)."""
     detail: str = ""
     """How it was carried out, where that varies (netem or tbf; what an election or a
     reassignment answered)."""
@@ -216,7 +226,11 @@ class Injector:
                     if held:  # by the active controller's kill, which no one foresaw
                         record.skipped = ", ".join(held)
                         return
-                record.detail = self._start_other(fault)
+                try:
+                    record.detail = self._start_other(fault)
+                except NotCarriedOut as why:
+                    record.skipped = str(why)
+                    return
                 record.started = now
                 return
             nodes = fault.targets
@@ -314,6 +328,17 @@ class Injector:
                         self._home(),
                     )
                 except BaseException:
+                    # Not waited for: the server comes back at the ZooKeeper fault's
+                    # heal, a later step of the schedule that this one would hold up.
+                    # An operator whose new broker cannot join gives the add up; a
+                    # supervisor starting it again would leave a broker holding no
+                    # replica that no heal retires.
+                    if self._refused_start(node):
+                        raise NotCarriedOut(
+                            f"broker {node} gave up its start-up: {ZOOKEEPER_REFUSED} "
+                            "zookeeper.connect (ZooKeeper's server down); not added, "
+                            "its id not used again"
+                        ) from None
                     if node in self.cluster.broker_ports:
                         self.cluster.stop(node)
                     raise
@@ -375,9 +400,20 @@ class Injector:
                 return membership.retire_broker(
                     self.cluster, node, self.servers, self.topic, first
                 )
-            return membership.return_broker(
-                self.cluster, node, self.servers, self.topic, first
-            )
+            try:
+                return membership.return_broker(
+                    self.cluster, node, self.servers, self.topic, first
+                )
+            except Exception:
+                if not self._refused_start(node):
+                    raise
+                # Left to the ZooKeeper fault's heal, which starts it again; its
+                # replicas stay where the drain moved them.
+                return (
+                    f"broker {node} gave up its start-up: {ZOOKEEPER_REFUSED} "
+                    "zookeeper.connect (ZooKeeper's server down); started again once "
+                    "the server answers; nothing moved back"
+                )
         if fault.kind in ZOOKEEPER_KINDS:
             pid, self._zookeeper_paused = self._zookeeper_paused, None
             operations.zookeeper_up(self.cluster, fault.kind, pid)
@@ -390,6 +426,19 @@ class Injector:
             return "nothing was moved"
         first, self._assignment = self._assignment, {}
         return operations.reassign(self.servers, self.topic, first)
+
+    def _refused_start(self, node: int) -> bool:
+        """Whether ``node`` (a ZooKeeper-mode broker just started: added, or a removed
+        one returned) gave up its start-up because no ZooKeeper server answered, as
+        Kafka's does; if so it is not a crash (:data:`stopped_without_zookeeper`)."""
+        if not self.zookeeper or node not in self.cluster.broker_ports:
+            return False
+        if self.cluster.pid(node) is not None:
+            return False
+        if not refused_without_zookeeper(self.cluster, node):
+            return False
+        self.stopped_without_zookeeper.add(node)
+        return True
 
     def _start_refused_without_zookeeper(self) -> list[int]:
         """The brokers that stopped at start-up while ZooKeeper's server was down,

@@ -1,7 +1,9 @@
 """A failing disk under the ReplicaManager: KAFKA_STORAGE_ERROR, never a raise.
 
 A full disk's refused write is answered KAFKA_STORAGE_ERROR and undone, and the next
-produce succeeds; a failure the log cannot undo (or a failed fsync) takes the log dir
+produce succeeds (an idempotent producer's batches pipelined behind the refused one are
+answered KAFKA_STORAGE_ERROR too, as Kafka's offline partition answers them, not
+OUT_OF_ORDER_SEQUENCE_NUMBER); a failure the log cannot undo (or a failed fsync) takes the log dir
 offline: produce and fetch answer KAFKA_STORAGE_ERROR, and an acks=all produce waiting
 on the high watermark is answered at once. Failures are injected by wrapping os.write.
 """
@@ -20,7 +22,7 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from minikafka.common import Acks, TopicPartition
-from minikafka.log.testing import value_batch
+from minikafka.log.testing import keyed_batch, value_batch
 from minikafka.replication import FetchPartition
 from minikafka.replication.testing import (
     OTHER,
@@ -139,3 +141,63 @@ def test_a_log_that_cannot_be_created_leaves_the_partition_offline_not_the_broke
     assert TP in manager.core.offline_partitions
     assert produce(manager).only[TP].error_code is ErrorCode.kafka_storage_error
     assert produce(manager, tp=OTHER).only[OTHER].error_code is ErrorCode.none
+
+
+def sequenced(manager: Any, sequence: int) -> tuple[ErrorCode, int]:
+    """Producer 1000's one-record batch at ``sequence`` (epoch 7), acks=1: the answer's
+    error and base offset."""
+    batch = keyed_batch(
+        [(None, b"seq %d" % sequence)],
+        producer_id=1000,
+        producer_epoch=7,
+        base_sequence=sequence,
+    )
+    answers: ProduceAnswers = Answers()
+    manager.append_records(30_000, Acks.LEADER, {TP: batch}, answers, now=0.0)
+    result = answers.only[TP]
+    return result.error_code, result.base_offset
+
+
+def test_batches_pipelined_behind_one_a_full_disk_refused_are_not_a_sequence_gap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A producer's batch refused by a full disk leaves a gap its next batches, already
+    in flight, would fall into: they are answered KAFKA_STORAGE_ERROR (retried as not
+    written), as Kafka's partition, offline after the failed write, answers them, not
+    OUT_OF_ORDER_SEQUENCE_NUMBER, on which librdkafka bumps its producer epoch and
+    re-sends every unacknowledged record (a chaos run's duplicates). A duplicate retry
+    meanwhile writes nothing and changes nothing; once the disk has room the retried
+    batches are written in order, and a real gap is OUT_OF_ORDER_SEQUENCE_NUMBER."""
+    manager = replica_manager(tmp_path)
+    partition = lead(manager, TP)
+    assert sequenced(manager, 0) == (ErrorCode.none, 0)
+    with refused_writes(monkeypatch, errno.ENOSPC):
+        assert sequenced(manager, 1)[0] is ErrorCode.kafka_storage_error
+        assert sequenced(manager, 2)[0] is ErrorCode.kafka_storage_error
+        assert sequenced(manager, 0) == (ErrorCode.none, 0)  # the duplicate
+        assert sequenced(manager, 3)[0] is ErrorCode.kafka_storage_error
+    assert partition.log.log_end_offset == 1
+    assert partition.offline_reason is None
+    assert [sequenced(manager, s) for s in (1, 2, 3)] == [
+        (ErrorCode.none, 1),
+        (ErrorCode.none, 2),
+        (ErrorCode.none, 3),
+    ]
+    assert sequenced(manager, 5)[0] is ErrorCode.out_of_order_sequence_number
+
+
+def test_a_new_leadership_forgets_a_refusal_by_the_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The refusal belongs to the leadership it happened in: led again at a new epoch,
+    a gap is OUT_OF_ORDER_SEQUENCE_NUMBER again."""
+    manager = replica_manager(tmp_path)
+    partition = lead(manager, TP)
+    assert sequenced(manager, 0) == (ErrorCode.none, 0)
+    with refused_writes(monkeypatch, errno.ENOSPC):
+        assert sequenced(manager, 1)[0] is ErrorCode.kafka_storage_error
+    assert "No space left" in (partition.refused_by_disk or "")
+    again = partition_state((1,), leader=1, leader_epoch=1, partition_epoch=1)
+    manager.become_leader_or_follower({TP: (partition.topic_id, again)}, {}, now=1.0)
+    assert partition.refused_by_disk is None
+    assert sequenced(manager, 2)[0] is ErrorCode.out_of_order_sequence_number

@@ -35,7 +35,9 @@ from kio.schema.errors import ErrorCode
 from minikafka.common import Acks
 from minikafka.log import (
     AppendOrigin,
+    KafkaStorageError,
     LogAppendInfo,
+    OutOfOrderSequenceError,
     VerificationGuard,
     maybe_start_transaction_verification,
 )
@@ -70,6 +72,7 @@ class Partition(IsrChanges, PartitionReads):
         previous_isr = self.isr
         self._update_assignment(state)
         if new_epoch:
+            self.refused_by_disk = None
             # Every follower must fetch again before the leader counts its LEO (Kafka
             # resets the remote replicas' state when a leader epoch starts).
             self.remote_replicas = {
@@ -135,6 +138,7 @@ class Partition(IsrChanges, PartitionReads):
             self.tracer.emit(event, now)
         self.remote_replicas = {}
         self.leader_epoch_start_offset = None
+        self.refused_by_disk = None
         return True
 
     def _is_stale(self, state: PartitionState) -> bool:
@@ -169,13 +173,40 @@ class Partition(IsrChanges, PartitionReads):
         ``verification_guard``: the coordinator's yes for a transactional producer
         (KIP-890, the log's ``append_as_leader``)."""
         self._check_leader_for_write(required_acks)
-        info = self.log.append_as_leader(
-            records,
-            self.leader_epoch,
-            origin=origin,
-            verification_guard=verification_guard,
-        )
+        info = self._append_to_log(records, origin, verification_guard)
         self.maybe_increment_leader_hw(now)
+        return info
+
+    def _append_to_log(
+        self,
+        records: bytearray | memoryview,
+        origin: AppendOrigin,
+        verification_guard: VerificationGuard | None,
+    ) -> LogAppendInfo:
+        """The log's ``append_as_leader``, remembering a full disk's refusal until
+        something is written (:attr:`refused_by_disk`)."""
+        end = self.log.log_end_offset
+        try:
+            info = self.log.append_as_leader(
+                records,
+                self.leader_epoch,
+                origin=origin,
+                verification_guard=verification_guard,
+            )
+        except KafkaStorageError as exc:
+            if not exc.offline:  # a full disk: the write undone, the partition online
+                self.refused_by_disk = str(exc)
+            raise
+        except OutOfOrderSequenceError:
+            if self.refused_by_disk is None:
+                raise
+            # The gap is the batch the disk refused: Kafka's partition, offline since,
+            # answers KAFKA_STORAGE_ERROR (retried as not written), never a gap.
+            raise ReplicationError(
+                ErrorCode.kafka_storage_error, self.refused_by_disk
+            ) from None
+        if self.log.log_end_offset != end:  # written (a duplicate writes nothing)
+            self.refused_by_disk = None
         return info
 
     def maybe_start_transaction_verification(

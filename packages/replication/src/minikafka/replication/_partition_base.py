@@ -80,6 +80,15 @@ class PartitionBase(abc.ABC):
 
     Kafka's ``HostedPartition.Offline``: until the broker restarts, every produce, fetch
     and ListOffsets on the partition is answered KAFKA_STORAGE_ERROR."""
+    refused_by_disk: str | None = None
+    """Why the leader's last append was refused by a full disk (the write undone, the
+    partition left online); None once an append succeeds or the leadership changes.
+
+    Meanwhile a producer's next batches, pipelined behind the refused one, are
+    answered KAFKA_STORAGE_ERROR rather than OUT_OF_ORDER_SEQUENCE_NUMBER: Kafka's
+    partition, offline after the failed write, answers them so, and a client that
+    hears of a gap bumps its producer epoch and re-sends what it has not had
+    acknowledged, duplicating records already written elsewhere."""
     tracer: Tracer = attrs.field(factory=NullTracer, kw_only=True, repr=False)
 
     @property
