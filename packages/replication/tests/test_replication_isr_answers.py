@@ -52,7 +52,8 @@ def expanding_leader(tmp_path: Path) -> Partition:
     assert partition.log.high_watermark == 4
     partition.update_follower_fetch_state(3, 4, 1.0)  # at the HW: proposed in
     proposal = partition.take_isr_change()
-    assert proposal is not None and proposal.new_isr == (1, 2, 3)
+    assert proposal is not None
+    assert proposal.new_isr == (1, 2, 3)
     produce(partition, 2)
     partition.update_follower_fetch_state(2, 6, 2.0)
     assert partition.log.high_watermark == 4  # follower 3 counts while in flight
@@ -125,7 +126,8 @@ def test_a_proposal_the_controller_did_not_apply_goes_back_to_the_committed_isr(
     moved = partition.on_isr_change_answer(error, (), -1, -1, 3.0)
     assert partition.pending_isr_change is None
     assert partition.maximal_isr == frozenset({1, 2})
-    assert moved and partition.log.high_watermark == 6
+    assert moved
+    assert partition.log.high_watermark == 6
 
 
 @pytest.mark.parametrize("partition_epoch", [PARTITION_EPOCH, PARTITION_EPOCH + 1])
