@@ -146,7 +146,9 @@ def test_one_proposal_at_a_time_and_a_refused_one_waits_for_the_metadata(
     partition.on_isr_change_answer(
         ErrorCode.invalid_update_version, (), -1, -1, now=0.0
     )
-    assert partition.pending_isr_change is not None
+    still = partition.pending_isr_change
+    assert still is not None
+    assert still.proposal == first
     assert partition.maximal_isr == frozenset({1, 2, 3})
     assert not partition.maybe_shrink_isr(300.0, LAG)
     partition.make_leader(
