@@ -317,6 +317,11 @@ class ReplicaManagerShell:
         # The channel's own errors (the controller unreachable or too slow) and any
         # error Kafka retries: sent again after the backoff, the proposal still pending.
         decided = [a for a in answers if not isr_change_retried(a.error_code)]
+        # An answer counts only for the proposal it answers (Kafka checks the pending
+        # state is still the one proposed): metadata that came during the round trip
+        # may have replaced it, and a newer proposal may be pending now.
+        still = {p.topic_partition for p in self._still_waiting(proposals)}
+        decided = [a for a in decided if a.topic_partition in still]
         self._carry_out(self.core.on_isr_change_answers(decided, self.now()))
         if self._resend:
             # Not this task's error (the controller may be moving or down): a warning
