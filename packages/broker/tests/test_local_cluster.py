@@ -254,6 +254,49 @@ def test_a_reassignment_copies_the_log_and_drops_the_old_replica(
         assert len(values_in(cluster, broker_id)) == 30
 
 
+def test_a_leader_reassigned_away_counts_the_replica_elected_until_the_metadata(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # KRaft mode: the AlterPartition that puts the last target replica in sync ends the
+    # move in the same change and elects that replica, and the leader that asked hears
+    # NEW_LEADER_ELECTED. Until the metadata tells it so, it must keep counting the new
+    # replica for its HW (Kafka's handleAlterPartitionError): its other followers could
+    # otherwise move the HW past the new leader's log end, and an acks=all write would be
+    # acknowledged and then truncated away.
+    cluster = LocalCluster.start(tmp_path, (1, 2, 3, 4), seed=17, min_insync_replicas=2)
+    cluster.create_topic(TP.topic, 1, 3)
+    cluster.run(2.0)
+    registration = cluster.harness.partition(TP.topic, 0)
+    leaving = registration.leader
+    joining = (set(cluster.brokers) - set(registration.replicas)).pop()
+    staying = tuple(r for r in registration.replicas if r != leaving)
+    for i in range(5):
+        cluster.produce(TP, [f"before-{i}".encode()], Acks.ALL)
+        cluster.step()
+    # What the old leader counts at the moment the controller's move reaches the
+    # brokers: just before each publication of the committed metadata.
+    seen: list[bool] = []
+    publish = LocalCluster._publish
+
+    def observed_publish(self: LocalCluster) -> None:
+        old = self.brokers[leaving].manager.get_partition(TP)
+        moved = self.harness.partition(TP.topic, 0).leader == joining
+        if moved and old is not None and old.is_leader:
+            seen.append(joining in old.maximal_isr)
+        publish(self)
+
+    monkeypatch.setattr(LocalCluster, "_publish", observed_publish)
+    assert cluster.reassign(TP, (joining, *staying)) is ErrorCode.none
+    for _ in range(40):
+        cluster.produce(TP, [b"during"], Acks.ALL)
+        cluster.step()
+        if seen:
+            break
+    assert seen == [True]
+    cluster.run(5.0)
+    assert TP not in cluster.brokers[leaving].manager.partitions
+
+
 def test_a_preferred_election_returns_leadership_after_a_failover(
     tmp_path: Path,
 ) -> None:

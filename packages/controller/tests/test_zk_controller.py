@@ -593,6 +593,31 @@ def test_alter_partition_is_fenced_by_epochs(
     assert result.replies[0].partitions[0].error_code == error
 
 
+def test_a_proposal_sent_again_after_it_was_applied_is_answered_with_the_state() -> (
+    None
+):
+    """Its first answer lost, the leader sends the same proposal on the partition epoch
+    it knew: the controller answers with the state that holds it (Kafka's
+    equalsAllowStalePartitionEpoch), not INVALID_UPDATE_VERSION, which would leave the
+    leader waiting for a LeaderAndIsr that never comes."""
+    controller = started()
+    controller.on_topic_change({"t": assignment({0: [1, 2, 3]})}, NOW)
+    _, version = leadership(controller, "t", 0)
+    alter(controller, isr=(1, 3))
+    again = alter(controller, isr=(1, 3), partition_epoch=version)
+    assert again.records == ()
+    assert isinstance(again.replies[0], AlterPartitionResponse)
+    (answer,) = again.replies[0].partitions
+    assert (answer.error_code, answer.isr, answer.partition_epoch) == (
+        ErrorCode.none,
+        (1, 3),
+        version + 1,
+    )
+    other = alter(controller, isr=(1, 2), partition_epoch=version)
+    assert isinstance(other.replies[0], AlterPartitionResponse)
+    assert other.replies[0].partitions[0].error_code == ErrorCode.invalid_update_version
+
+
 def test_alter_partition_from_an_old_broker_incarnation_is_refused_whole() -> None:
     controller = started()
     controller.on_topic_change({"t": assignment({0: [1, 2, 3]})}, NOW)
@@ -676,7 +701,18 @@ def test_a_reassignment_adds_then_waits_for_sync_then_removes_and_moves_leadersh
     item = AlterPartitionItem(TOPIC_ID, 0, state.leader_epoch, (1, 2, 3), version)
     done = controller.on_alter_partition(AlterPartitionRequest(1, 101, (item,)), NOW)
     assert isinstance(done.replies[0], AlterPartitionResponse)
-    assert done.replies[0].partitions[0].error_code == ErrorCode.new_leader_elected
+    # The answer is the ISR written, on leader 1's own epoch: leader 1 commits it and
+    # counts 3 until LeaderAndIsr and StopReplica tell it of the move.
+    (answer,) = done.replies[0].partitions
+    assert (answer.error_code, answer.leader, answer.isr) == (
+        ErrorCode.none,
+        1,
+        (1, 2, 3),
+    )
+    assert (answer.leader_epoch, answer.partition_epoch) == (
+        state.leader_epoch,
+        version + 1,
+    )
     state, _ = leadership(controller, "t", 0)
     assert (state.leader, state.isr) == (2, (2, 3))
     assert controller.context.topics["t"] == assignment({0: [2, 3]})

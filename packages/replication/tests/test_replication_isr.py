@@ -12,8 +12,8 @@ time passed in (virtual, seeded):
   controller accepts, the HW moves without it;
 - a follower that catches up to the HW in the current epoch is proposed back, and counts
   for the HW as soon as that proposal is made;
-- one proposal at a time; a refused one (stale partition epoch) is dropped, and the
-  metadata's state replaces whatever was in flight.
+- one proposal at a time; a refused one (stale partition epoch) stays in flight until
+  the metadata's state replaces it (the other answers: test_replication_isr_answers).
 """
 
 from __future__ import annotations
@@ -130,7 +130,9 @@ def test_a_follower_that_catches_up_is_proposed_back_and_counts_at_once(
     assert partition.log.high_watermark == 6
 
 
-def test_one_proposal_at_a_time_and_a_refused_one_is_dropped(tmp_path: Path) -> None:
+def test_one_proposal_at_a_time_and_a_refused_one_waits_for_the_metadata(
+    tmp_path: Path,
+) -> None:
     partition = leader(tmp_path)
     produce(partition)
     partition.maybe_shrink_isr(100.0, LAG)  # nobody fetched: both followers are out
@@ -138,14 +140,17 @@ def test_one_proposal_at_a_time_and_a_refused_one_is_dropped(tmp_path: Path) -> 
     assert first is not None
     assert first.new_isr == (1,)
     assert not partition.maybe_shrink_isr(200.0, LAG)  # one in flight: no second
-    # The controller refuses it (its partition epoch moved on meanwhile).
+    # The controller refuses it (its partition epoch moved on meanwhile): the leader's
+    # view is stale, so it keeps the maximal ISR and proposes nothing more until the
+    # metadata tells it the partition's state.
     partition.on_isr_change_answer(
         ErrorCode.invalid_update_version, (), -1, -1, now=0.0
     )
-    assert partition.pending_isr_change is None
-    assert partition.isr == frozenset({1, 2, 3})
-    # The metadata brings the controller's own decision; nothing of ours is in flight.
-    assert partition.maybe_shrink_isr(300.0, LAG)
+    still = partition.pending_isr_change
+    assert still is not None
+    assert still.proposal == first
+    assert partition.maximal_isr == frozenset({1, 2, 3})
+    assert not partition.maybe_shrink_isr(300.0, LAG)
     partition.make_leader(
         partition_state((1, 2, 3), isr=(1, 3), partition_epoch=6), 300.0
     )

@@ -413,6 +413,64 @@ async def test_a_proposal_made_moot_by_new_metadata_is_not_sent_again(
     assert sent == [{TP, OTHER}, {OTHER}]
 
 
+async def test_a_proposal_refused_with_an_error_kafka_retries_is_sent_again(
+    autojump_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    """NOT_CONTROLLER is none of the answers Kafka's handleAlterPartitionError decides
+    on: the proposal stays pending (the slow follower still counted) and goes again
+    after the backoff, until the controller accepts it."""
+    controller = FakeController([ErrorCode.not_controller])
+    manager, backoff = isr_manager(tmp_path, controller)
+    async with running(manager):
+        waiting = produce(manager, TP, Acks.ALL)
+        assert (await waiting.wait()).error_code is ErrorCode.none
+    [(first, proposals), (again, resent), *_] = controller.asked
+    assert resent == proposals
+    assert again - first == pytest.approx(0.01 + backoff)
+
+
+async def test_an_answer_to_a_proposal_the_metadata_replaced_is_ignored(
+    autojump_clock: trio.testing.MockClock, tmp_path: Path
+) -> None:
+    """During the round trip the metadata brings TP's state at a newer partition epoch
+    and the leader makes a new proposal on it: the answer to the first proposal must
+    not settle the second (Kafka applies an answer only while the pending state is the
+    one it answers)."""
+    manager: ReplicaManagerShell | None = None
+    first_answered = trio.Event()
+
+    async def controller(
+        proposals: list[IsrChangeProposal],
+    ) -> list[IsrChangeAnswer]:
+        assert manager is not None
+        if first_answered.is_set():
+            await trio.sleep_forever()  # the new proposal stays in flight
+        lead(manager, TP, (1, 2), isr=(1, 2), partition_epoch=5)
+        manager.core.maybe_shrink_isr(manager.now() + 60.0, 10.0)
+        first_answered.set()
+        return [
+            IsrChangeAnswer(p.topic_partition, ErrorCode.none, p.new_isr, 0, 5)
+            for p in proposals
+        ]
+
+    manager = ReplicaManagerShell(
+        replica_manager_core(tmp_path),
+        replica_lag_time_max_ms=10_000,
+        alter_partition=controller,
+    )
+    lead(manager, TP, (1, 2), isr=(1, 2))
+    async with running(manager):
+        with trio.fail_after(60):
+            await first_answered.wait()
+        await trio.sleep(1)
+        partition = manager.get_partition(TP)
+        assert partition is not None
+        pending = partition.pending_isr_change
+        assert pending is not None
+        assert pending.proposal.partition_epoch == 5
+        assert partition.isr == frozenset({1, 2})
+
+
 # --- the other callers of the shell -------------------------------------------------------
 
 

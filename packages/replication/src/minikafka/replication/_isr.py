@@ -69,6 +69,38 @@ class IsrChangeAnswer:
     partition_epoch: int = -1
 
 
+ISR_CHANGE_NOT_APPLIED = frozenset(
+    {ErrorCode.operation_not_attempted, ErrorCode.ineligible_replica}
+)
+"""The refusals that say the controller applied nothing, on the partition epoch the
+leader knows (no past or future controller can have applied it either): the only
+answers after which the leader may go back to its committed ISR."""
+
+ISR_CHANGE_AWAITS_METADATA = frozenset(
+    {
+        ErrorCode.unknown_topic_or_partition,
+        ErrorCode.unknown_topic_id,
+        ErrorCode.fenced_leader_epoch,
+        ErrorCode.invalid_update_version,
+        ErrorCode.invalid_request,
+        ErrorCode.new_leader_elected,
+    }
+)
+"""The refusals after which the leader's view is stale: the proposal stays pending
+(the controller may have applied it, or a newer state) until the metadata replaces it."""
+
+
+def isr_change_retried(error_code: ErrorCode) -> bool:
+    """Whether an answer is sent again after the backoff, the proposal still pending:
+    any error Kafka's ``Partition.handleAlterPartitionError`` does not name (the
+    controller unreachable or moving, a stale broker epoch, a server error)."""
+    return (
+        error_code is not ErrorCode.none
+        and error_code not in ISR_CHANGE_NOT_APPLIED
+        and error_code not in ISR_CHANGE_AWAITS_METADATA
+    )
+
+
 @attrs.define(eq=False)
 class PendingIsrChange:
     """A proposal not yet answered, and the ISR the leader counts meanwhile."""

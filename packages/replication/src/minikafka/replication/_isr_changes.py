@@ -10,7 +10,11 @@ refused. While it is in flight the leader counts the *maximal* ISR for the high
 watermark (the committed one plus any replica being added, a replica being removed
 still counted), so no acknowledged write rests on fewer replicas than the controller
 may decide. The controller's answer (:meth:`IsrChanges.on_isr_change_answer`) makes the
-new ISR this leader's, or drops the proposal.
+new ISR this leader's, drops the proposal only when the controller says it applied
+nothing, and otherwise leaves it pending until the metadata replaces it: an answer can
+follow a commit the leader has not heard of yet (the added replica elected leader in the
+same step, when it completed a reassignment), and a leader that stopped counting that
+replica would acknowledge writes the new leader never had.
 """
 
 from __future__ import annotations
@@ -19,7 +23,12 @@ import attrs
 from kio.schema.errors import ErrorCode
 
 from ._events import IsrChanged, IsrChangeProposed
-from ._isr import IsrChangeProposal, PendingIsrChange, ReplicaState
+from ._isr import (
+    ISR_CHANGE_NOT_APPLIED,
+    IsrChangeProposal,
+    PendingIsrChange,
+    ReplicaState,
+)
 from ._partition_base import PartitionBase
 
 
@@ -129,33 +138,51 @@ class IsrChanges(PartitionBase):
         partition_epoch: int,
         now: float,
     ) -> bool:
-        """The controller's answer to the proposal in flight; True if the HW moved.
+        """The controller's answer to the proposal in flight; True if the HW moved
+        (Kafka's ``Partition.handleAlterPartitionUpdate`` and
+        ``handleAlterPartitionError``).
 
-        Accepted: the new ISR and partition epoch are this leader's now (the metadata log
-        will say the same). Refused (a stale partition epoch, a fenced leader epoch):
-        the proposal is dropped and the leader waits for the metadata, then proposes
-        again if it still should."""
-        if self.pending_isr_change is None:
+        Accepted on this leader epoch, at the partition epoch we know or a newer one:
+        the new ISR and partition epoch are this leader's now. Refused with
+        ``OPERATION_NOT_ATTEMPTED`` or ``INELIGIBLE_REPLICA`` (the controller applied
+        nothing, on the partition epoch we know): back to the committed ISR. Any other
+        answer may come after the controller applied the proposal (a success naming
+        another leader epoch, ``NEW_LEADER_ELECTED`` when the same step completed a
+        reassignment and moved the leadership, a fence): the proposal stays pending,
+        its maximal ISR counted, until the metadata replaces it."""
+        pending = self.pending_isr_change
+        if pending is None:
             return False
-        self.pending_isr_change = None
-        fresh = (
-            leader_epoch == self.leader_epoch and partition_epoch > self.partition_epoch
-        )
-        if error_code is ErrorCode.none and fresh:
-            previous = self.isr
-            self.isr = frozenset(isr)
-            self.partition_epoch = partition_epoch
-            if self.tracer.enabled:
-                tp = self.topic_partition
-                self.tracer.emit(
-                    IsrChanged(
-                        tp.topic,
-                        tp.partition,
-                        self.leader_epoch,
-                        self.partition_epoch,
-                        tuple(sorted(previous)),
-                        tuple(sorted(self.isr)),
-                    ),
-                    now,
-                )
+        if error_code is ErrorCode.none:
+            if (
+                leader_epoch != self.leader_epoch
+                or partition_epoch < self.partition_epoch
+            ):
+                return False
+            self.pending_isr_change = None
+            self._commit_isr(frozenset(isr), partition_epoch, now)
+        elif error_code in ISR_CHANGE_NOT_APPLIED:
+            self.pending_isr_change = None
+        else:
+            return False
         return self.maybe_increment_leader_hw(now)
+
+    def _commit_isr(
+        self, isr: frozenset[int], partition_epoch: int, now: float
+    ) -> None:
+        previous = self.isr
+        self.isr = isr
+        self.partition_epoch = partition_epoch
+        if self.tracer.enabled:
+            tp = self.topic_partition
+            self.tracer.emit(
+                IsrChanged(
+                    tp.topic,
+                    tp.partition,
+                    self.leader_epoch,
+                    self.partition_epoch,
+                    tuple(sorted(previous)),
+                    tuple(sorted(self.isr)),
+                ),
+                now,
+            )

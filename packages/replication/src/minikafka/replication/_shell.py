@@ -70,7 +70,7 @@ from ._callbacks import (
     ResponseCallbacks,
 )
 from ._fetcher import EpochAnswer, EpochRequest
-from ._isr import IsrChangeAnswer, IsrChangeProposal
+from ._isr import IsrChangeAnswer, IsrChangeProposal, isr_change_retried
 from ._manager_base import ReplicaManagerResult
 from ._partition import Partition
 from ._partition_base import PartitionState
@@ -85,11 +85,6 @@ AlterPartitionSender = Callable[
     [list[IsrChangeProposal]], Awaitable[list[IsrChangeAnswer]]
 ]
 """Sends proposals to the controller (AlterPartition) and returns its answers."""
-
-_NOT_ANSWERED = frozenset({ErrorCode.request_timed_out, ErrorCode.network_exception})
-"""What the controller channel answers for a request that never got the controller's
-decision (it was unreachable, or too slow): no AlterPartition partition error is one of
-these, so the proposal is sent again rather than dropped."""
 
 
 @attrs.define(eq=False)
@@ -317,9 +312,16 @@ class ReplicaManagerShell:
         self._resend = [
             by_partition[a.topic_partition]
             for a in answers
-            if a.error_code in _NOT_ANSWERED and a.topic_partition in by_partition
+            if isr_change_retried(a.error_code) and a.topic_partition in by_partition
         ]
-        decided = [a for a in answers if a.error_code not in _NOT_ANSWERED]
+        # The channel's own errors (the controller unreachable or too slow) and any
+        # error Kafka retries: sent again after the backoff, the proposal still pending.
+        decided = [a for a in answers if not isr_change_retried(a.error_code)]
+        # An answer counts only for the proposal it answers (Kafka checks the pending
+        # state is still the one proposed): metadata that came during the round trip
+        # may have replaced it, and a newer proposal may be pending now.
+        still = {p.topic_partition for p in self._still_waiting(proposals)}
+        decided = [a for a in decided if a.topic_partition in still]
         self._carry_out(self.core.on_isr_change_answers(decided, self.now()))
         if self._resend:
             # Not this task's error (the controller may be moving or down): a warning

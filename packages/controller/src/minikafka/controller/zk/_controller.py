@@ -55,6 +55,7 @@ from .._config import ControllerConfig
 from .._leader_and_isr import isr_proposal_error
 from .._requests import (
     AllocateProducerIdsRequest,
+    AlterPartitionItem,
     AlterPartitionRequest,
     AlterPartitionResponse,
     AlterPartitionResult,
@@ -73,7 +74,7 @@ from ._admin import (
     create_topics,
     delete_topics,
 )
-from ._context import ControllerContext
+from ._context import ControllerContext, Leadership
 from ._deletion import TopicDeletion
 from ._elections import LeaderElections
 from ._machines import (
@@ -303,6 +304,13 @@ class ZkController(TopicDeletion, Reassignments, LeaderElections):
                 error: tuple[ErrorCode, str] | None = (ErrorCode.unknown_topic_id, "")
             elif current is None or topic in context.deleting:
                 error = (ErrorCode.unknown_topic_or_partition, "")
+            elif _already_applied(request.broker_id, item, current):
+                # A proposal sent again (its answer was lost) that the state already
+                # holds: answered with that state, before the partition epoch fences
+                # it (Kafka's equalsAllowStalePartitionEpoch), since in this mode no
+                # LeaderAndIsr would follow to tell the leader.
+                results.append(_answer(item, current))
+                continue
             else:
                 error = isr_proposal_error(
                     request.broker_id,
@@ -326,22 +334,14 @@ class ZkController(TopicDeletion, Reassignments, LeaderElections):
             # The leader epoch stays: only the ISR (and so the version) changes.
             self._write(tp, attrs.evolve(current.state, isr=item.new_isr))
             self._batch.add_update_metadata(context.live_or_shutting_down(), [tp])
-            # A reassignment waiting for its targets to be in sync may end here, and
-            # move the leadership away from the broker that asked.
+            # The answer is the state just written, as Kafka's ZooKeeper-mode controller
+            # answers: the leader commits the ISR it proposed. A reassignment waiting for
+            # its targets to be in sync may end next and move the leadership away (the
+            # LeaderAndIsr and StopReplica requests tell the leader), but the leader
+            # must count the replica it added until then: that replica may be the one
+            # elected.
+            results.append(_answer(item, context.leadership[tp]))
             self._maybe_complete_reassignment(tp)
-            updated = context.leadership[tp]
-            moved = updated.state.leader != request.broker_id
-            results.append(
-                AlterPartitionResult(
-                    item.topic_id,
-                    item.partition,
-                    ErrorCode.new_leader_elected if moved else ErrorCode.none,
-                    updated.state.leader,
-                    updated.state.leader_epoch,
-                    updated.state.isr,
-                    updated.version,
-                )
-            )
         return self._end(AlterPartitionResponse(ErrorCode.none, tuple(results)))
 
     def on_create_topics(
@@ -430,3 +430,31 @@ class ZkController(TopicDeletion, Reassignments, LeaderElections):
             and tp[0] not in self.context.deleting
         ]
         self._partitions_to(waiting, _P.ONLINE)
+
+
+def _already_applied(
+    broker_id: int, item: AlterPartitionItem, current: Leadership
+) -> bool:
+    """The proposal is what the state already holds, at this leader epoch and a
+    partition epoch no newer than the state's (Kafka's
+    ``LeaderAndIsr.equalsAllowStalePartitionEpoch``)."""
+    state = current.state
+    return (
+        state.leader == broker_id
+        and item.leader_epoch == state.leader_epoch
+        and set(item.new_isr) == set(state.isr)
+        and item.partition_epoch <= current.version
+    )
+
+
+def _answer(item: AlterPartitionItem, current: Leadership) -> AlterPartitionResult:
+    state = current.state
+    return AlterPartitionResult(
+        item.topic_id,
+        item.partition,
+        ErrorCode.none,
+        state.leader,
+        state.leader_epoch,
+        state.isr,
+        current.version,
+    )
