@@ -205,3 +205,125 @@ def test_without_idempotence_the_same_faults_duplicate_or_reorder() -> None:
     broken = [s for s in range(40) if not in_order_once(run(s, idempotent=False)[0])]
     # most runs: retried batches appended twice or out of order
     assert len(broken) >= 20
+
+
+def _two_partition_sender() -> tuple[Sender, RecordAccumulator]:
+    """An idempotent Sender (producer id 1000) whose partitions 0 and 1 are led by
+    node 1, with a 1 s delivery timeout."""
+    config = ProducerConfig.from_dict(
+        {
+            "bootstrap.servers": "127.0.0.1:9092",
+            "acks": "all",
+            "linger.ms": 0,
+            "retry.backoff.ms": 10,
+            "request.timeout.ms": 500,
+            "delivery.timeout.ms": 1000,
+        }
+    )
+    accumulator = RecordAccumulator(16384, 1 << 30, 0, 10)
+    metadata = ClientMetadata((Node(-1, "127.0.0.1", 9092),))
+    metadata.nodes = {1: Node(1, "127.0.0.1", 9001)}
+    metadata.topics["t"] = TopicInfo(0, (1, 1))
+    sender = Sender(config, accumulator, metadata)
+    sender.set_producer_id(1000, 0)
+    return sender, accumulator
+
+
+def _produce(
+    accumulator: RecordAccumulator, partition: int, value: bytes, now: float = 1.0
+) -> None:
+    record = PendingRecord("t", None, value, (), 0)
+    accumulator.append(PARTITIONS[partition], record, now)
+
+
+def _headers(plan: ProducePlan) -> dict[int, tuple[int, int]]:
+    """Each batch's (producer id, base sequence), by partition."""
+    return {
+        b.topic_partition.partition: (b.producer_id, b.base_sequence)
+        for b in plan.batches
+    }
+
+
+def test_a_retry_whose_first_attempt_may_be_in_the_log_keeps_its_producer_id() -> None:
+    """A batch whose request went unanswered (it may have been appended) is retried
+    under the producer id and sequence it was sent with, even after another
+    partition's failure gave the producer a new id: the leader matches the retry to its
+    first copy, so the record is in the log once (chaos seed 126: re-stamped under the
+    new id, it was appended twice)."""
+    sender, accumulator = _two_partition_sender()
+    leader = SimLeader()
+    _produce(accumulator, 0, b"a", now=0.5)  # delivery timeout at 1.5 s, x at 2.0 s
+    _produce(accumulator, 1, b"x")
+    (plan,) = sender.on_timer(1.0).messages
+    assert _headers(plan) == {0: (1000, 0), 1: (1000, 0)}
+    # The leader appends x (partition 1); the answer never comes back.
+    leader.append(PARTITIONS[1], plan.batches[1].build(accumulator.compression))
+    # The request fails past a's delivery timeout: a fails for good, leaving a gap in
+    # partition 0's sequences, and the producer needs a new id; x is retried.
+    failed = sender.on_request_failed(plan, "request timed out", 1.6)
+    assert [d.batch.topic_partition.partition for d in failed.replies] == [0]
+    assert sender.needs_producer_id()
+    sender.set_producer_id(1001, 0)
+    _produce(accumulator, 1, b"y")  # a new record behind x
+    (retry,) = sender.on_timer(1.7).messages
+    assert _headers(retry) == {1: (1000, 0)}  # x as first sent, not 1001/0
+    answer = leader.append(
+        PARTITIONS[1], retry.batches[0].build(accumulator.compression)
+    )
+    assert answer == PartitionResponse(ErrorCode.none, 0)  # the first copy's offset
+    done = sender.on_response(retry, {PARTITIONS[1]: answer}, 1.7)
+    assert [(d.batch.records[0].value, d.base_offset) for d in done.replies] == [
+        (b"x", 0)
+    ]
+    # y goes under the new producer id once x is resolved, from sequence 0.
+    (plan_y,) = sender.on_timer(1.8).messages
+    assert _headers(plan_y) == {1: (1001, 0)}
+    leader.append(PARTITIONS[1], plan_y.batches[0].build(accumulator.compression))
+    assert leader.logs[PARTITIONS[1]] == [b"x", b"y"]
+
+
+def test_new_batches_wait_for_a_partition_s_batches_under_an_older_id() -> None:
+    """While a batch sent under the old producer id is in flight, the partition's next
+    batch, which would carry the new id, is not sent: appended first, it would put the
+    partition's records out of order."""
+    sender, accumulator = _two_partition_sender()
+    _produce(accumulator, 0, b"a", now=0.5)  # delivery timeout at 1.5 s, x at 2.0 s
+    _produce(accumulator, 1, b"x")
+    (plan,) = sender.on_timer(1.0).messages
+    sender.on_request_failed(plan, "request timed out", 1.6)
+    sender.set_producer_id(1001, 0)
+    (retry,) = sender.on_timer(1.7).messages  # x, under 1000, in flight again
+    _produce(accumulator, 1, b"y")
+    assert sender.on_timer(1.8).messages == ()  # y waits for x
+    sender.on_response(
+        retry, {PARTITIONS[1]: PartitionResponse(ErrorCode.none, 0)}, 1.8
+    )
+    (plan_y,) = sender.on_timer(1.8).messages
+    assert _headers(plan_y) == {1: (1001, 0)}
+
+
+def test_a_batch_refused_out_of_sequence_under_an_older_id_is_numbered_afresh() -> None:
+    """A retry under the old producer id that the leader refuses as out of sequence is
+    not in the log: it goes again under the new id from sequence 0, and is appended
+    once."""
+    sender, accumulator = _two_partition_sender()
+    leader = SimLeader()
+    _produce(accumulator, 0, b"a", now=0.5)
+    _produce(accumulator, 1, b"w")
+    _produce(accumulator, 1, b"x")  # in w's batch
+    (plan,) = sender.on_timer(1.0).messages
+    sender.on_request_failed(plan, "request timed out", 1.6)  # nothing appended
+    sender.set_producer_id(1001, 0)
+    (retry,) = sender.on_timer(1.7).messages
+    assert _headers(retry) == {1: (1000, 0)}
+    # The leader lost producer 1000's state on partition 1 after a gap: it refuses.
+    refusal = PartitionResponse(ErrorCode.out_of_order_sequence_number)
+    assert sender.on_response(retry, {PARTITIONS[1]: refusal}, 1.7).replies == ()
+    (again,) = sender.on_timer(1.8).messages
+    assert _headers(again) == {1: (1001, 0)}
+    answer = leader.append(
+        PARTITIONS[1], again.batches[0].build(accumulator.compression)
+    )
+    done = sender.on_response(again, {PARTITIONS[1]: answer}, 1.8)
+    assert [d.base_offset for d in done.replies] == [0]
+    assert leader.logs[PARTITIONS[1]] == [b"w", b"x"]
