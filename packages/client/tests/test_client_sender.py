@@ -327,3 +327,30 @@ def test_a_batch_refused_out_of_sequence_under_an_older_id_is_numbered_afresh() 
     done = sender.on_response(again, {PARTITIONS[1]: answer}, 1.8)
     assert [d.base_offset for d in done.replies] == [0]
     assert leader.logs[PARTITIONS[1]] == [b"w", b"x"]
+
+
+def test_reports_held_behind_a_batch_numbered_afresh_are_released() -> None:
+    """A later batch's report, held until the batch before it under the old producer id
+    is resolved, goes out when that batch is numbered afresh under the new id (it then
+    no longer holds a place in the old id's sequence): no report waits forever (seed
+    126: 105 sends never reported)."""
+    sender, accumulator = _two_partition_sender()
+    _produce(accumulator, 0, b"a", now=0.5)
+    _produce(accumulator, 1, b"x")
+    (first,) = sender.on_timer(1.0).messages
+    _produce(accumulator, 1, b"y", now=1.01)
+    (second,) = sender.on_timer(1.01).messages
+    assert _headers(second) == {1: (1000, 1)}
+    sender.on_request_failed(first, "request timed out", 1.6)  # a fails for good
+    sender.set_producer_id(1001, 0)
+    invalid = PartitionResponse(ErrorCode.invalid_record)
+    # y fails for good; its report waits for x, still unresolved under 1000
+    assert sender.on_response(second, {PARTITIONS[1]: invalid}, 1.6).replies == ()
+    (retry,) = sender.on_timer(1.7).messages
+    refusal = PartitionResponse(ErrorCode.out_of_order_sequence_number)
+    assert sender.on_response(retry, {PARTITIONS[1]: refusal}, 1.7).replies == ()
+    result = sender.on_timer(1.8)
+    assert [_headers(p) for p in result.messages] == [{1: (1001, 0)}]
+    assert [
+        (d.batch.records[0].value, d.error is not None) for d in result.replies
+    ] == [(b"y", True)]

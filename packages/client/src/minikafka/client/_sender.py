@@ -207,7 +207,7 @@ class Sender:
             if not batches:
                 continue
             for batch in batches:
-                self._stamp(batch)
+                self._stamp(batch, reports)
                 batch.refused = False  # this attempt's answer is still to come
                 tp = batch.topic_partition
                 self._in_flight[tp] = self._in_flight.get(tp, 0) + 1
@@ -250,7 +250,7 @@ class Sender:
             for pid, partition in self._unresolved
         )
 
-    def _stamp(self, batch: ProducerBatch) -> None:
+    def _stamp(self, batch: ProducerBatch, reports: list[Delivery]) -> None:
         """Give a batch its producer id and sequence (kept across retries). Its bytes are
         built by whoever sends it (``ProducerBatch.build``), once, outside the lock the
         application's thread appends under: a drained batch takes no more records."""
@@ -265,6 +265,8 @@ class Sender:
         tp = batch.topic_partition
         if batch.base_sequence >= 0:  # refused under an older id: not in the log
             self._forget(batch.producer_id, tp, batch.base_sequence)
+            # Later batches of the old id held their reports back for this one.
+            self._release_held((batch.producer_id, tp), reports)
         sequence = self._next_sequence.get(tp, 0)
         batch.payload = None
         batch.producer_id, batch.producer_epoch = self.producer_id, self.producer_epoch
@@ -423,6 +425,12 @@ class Sender:
             self._held.setdefault(key, {})[batch.base_sequence] = delivery
             return
         reports.append(delivery)
+        self._release_held(key, reports)
+
+    def _release_held(
+        self, key: tuple[int, TopicPartition], reports: list[Delivery]
+    ) -> None:
+        """The held reports of ``key`` with no earlier batch unresolved, in order."""
         held = self._held.get(key)
         pending = self._unresolved.get(key, set())
         while held:
