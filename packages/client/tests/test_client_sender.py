@@ -80,23 +80,26 @@ Reports = dict[bytes, list[tuple[int, int]]]
 
 
 def run(
-    seed: int, idempotent: bool, records: int = 300
+    seed: int, idempotent: bool, records: int = 300, delivery_timeout_ms: int = 0
 ) -> tuple[SimLeader, Reports, dict[int, list[bytes]]]:
     """Produce ``records`` through a Sender over a faulty network where leaders also
     move (requests already queued for the old one still arrive); the leader's logs,
     each record's delivery reports (error code, offset), and the order in which each
-    partition's reports came out."""
+    partition's reports came out. With ``delivery_timeout_ms``, batches also fail for
+    good, and the Sender is given a new producer id whenever it asks."""
     rng = random.Random(seed)
-    config = ProducerConfig.from_dict(
-        {
-            "bootstrap.servers": "127.0.0.1:9092",
-            "enable.idempotence": idempotent,
-            "acks": "all",
-            "linger.ms": 2,
-            "batch.size": 300,
-            "retry.backoff.ms": 10,
-        }
-    )
+    settings: dict[str, object] = {
+        "bootstrap.servers": "127.0.0.1:9092",
+        "enable.idempotence": idempotent,
+        "acks": "all",
+        "linger.ms": 2,
+        "batch.size": 300,
+        "retry.backoff.ms": 10,
+    }
+    if delivery_timeout_ms:
+        settings["request.timeout.ms"] = delivery_timeout_ms // 2
+        settings["delivery.timeout.ms"] = delivery_timeout_ms
+    config = ProducerConfig.from_dict(settings)
     accumulator = RecordAccumulator(300, 1 << 30, 2, 10)
     metadata = ClientMetadata((Node(-1, "127.0.0.1", 9092),))
     metadata.nodes = {n: Node(n, "127.0.0.1", 9000 + n) for n in (1, 2)}
@@ -114,6 +117,7 @@ def run(
     order: dict[int, list[bytes]] = collections.defaultdict(list)
     produced = 0
     now = 0.0
+    next_id = 1000
 
     def collect(result: SenderResult) -> None:
         for d in result.replies:
@@ -140,6 +144,9 @@ def run(
             moved = rng.randrange(3)
             leaders[moved] = 3 - leaders[moved]
             metadata.topics["t"] = TopicInfo(0, tuple(leaders))
+        if idempotent and sender.needs_producer_id():  # InitProducerId answered
+            next_id += 1
+            sender.set_producer_id(next_id, 0)
         result = sender.on_timer(now)
         collect(result)
         for plan in result.messages:
@@ -199,6 +206,22 @@ def test_idempotent_sender_neither_duplicates_nor_reorders(seed: int) -> None:
     for tp, log in leader.logs.items():
         for offset, value in enumerate(log):
             assert reports[value] == [(0, offset)], (tp, value)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_new_producer_ids_neither_duplicate_nor_reorder(seed: int) -> None:
+    """With batches also failing for good (a short delivery.timeout.ms, every few
+    simulated milliseconds), the Sender takes one new producer id after another: still
+    no record appended twice, each partition's log in production order, every record
+    reported once and every success with the offset where the leader put it."""
+    leader, reports, _ = run(seed, idempotent=True, delivery_timeout_ms=40)
+    assert in_order_once(leader)
+    assert len(reports) == 300
+    assert all(len(r) == 1 for r in reports.values())
+    where = {v: o for log in leader.logs.values() for o, v in enumerate(log)}
+    for value, [(code, offset)] in reports.items():
+        if code == 0:
+            assert where[value] == offset, value
 
 
 def test_without_idempotence_the_same_faults_duplicate_or_reorder() -> None:
