@@ -195,7 +195,23 @@ class Injector:
         self._moves: dict[int, dict[int, list[int]]] = {}  # id(fault) -> assignment
         self._home_assignment: dict[int, list[int]] = {}
 
+    def note_zookeeper_refusals(self) -> None:
+        """Note every broker that is down because its start-up gave up for want of
+        ZooKeeper (:func:`refused_without_zookeeper`), before anything starts it again
+        and its log goes on: a fault's heal may (a ``broker-remove`` heal did, chaos
+        seed 125), not only ZooKeeper's."""
+        if not self.zookeeper:
+            return
+        for node in self.cluster.node_ids:
+            if (
+                node not in self.stopped_without_zookeeper
+                and self.cluster.pid(node) is None
+                and refused_without_zookeeper(self.cluster, node)
+            ):
+                self.stopped_without_zookeeper.add(node)
+
     def start(self, fault: Fault, now: float) -> None:
+        self.note_zookeeper_refusals()
         if fault.kind not in INJECTED:
             raise ValueError(f"{fault.kind} cannot be injected yet")
         if fault.kind in NETWORK_KINDS and self.network is None:
@@ -286,6 +302,7 @@ class Injector:
         return None
 
     def heal(self, fault: Fault, now: float) -> None:
+        self.note_zookeeper_refusals()
         record = self._active.pop(id(fault), None)
         if record is None or record.started is None:
             return
@@ -480,6 +497,7 @@ class Injector:
     def heal_all(self) -> None:
         """Every fault still active healed, every paused node continued, every node
         not running started."""
+        self.note_zookeeper_refusals()
         for record in list(self._active.values()):
             self.heal(record.fault, time.time())
         if self.network is not None:

@@ -304,6 +304,7 @@ def crashes(cluster: ProcessCluster, injector: Injector) -> list[str]:
     broker halts so when its metadata log dir fails: one line, no traceback) and a
     ZooKeeper-mode broker's start-up given up while ZooKeeper's server was down (so
     does Kafka's)."""
+    injector.note_zookeeper_refusals()  # one still down
     expected = injector.halted | injector.stopped_without_zookeeper
     return [
         f"node {c.node} {c.what}"

@@ -101,7 +101,10 @@ class _Worker(abc.ABC):
         except BaseException as exc:  # kept for the runner to report: a worker's bug
             self.error = exc
         finally:
-            self.finish()
+            try:
+                self.finish()
+            except BaseException as exc:  # likewise, unless step's error came first
+                self.error = self.error or exc
 
     @abc.abstractmethod
     def step(self) -> None:
@@ -388,7 +391,18 @@ def _read_partition(
 
 
 def stop_all(workers: Sequence[_Worker], timeout: float) -> list[str]:
-    """Stop every worker; the errors any of them died of, as text."""
+    """Stop every worker at once and wait for all of them, ``timeout`` seconds in all
+    (each producer's flush waits for its records in parallel with the others', not
+    after them); the errors any of them died of, and any still running, as text."""
     for worker in workers:
-        worker.stop(timeout)
-    return [f"{w._thread.name}: {w.error!r}" for w in workers if w.error is not None]
+        worker._stopping.set()
+    deadline = time.monotonic() + timeout
+    for worker in workers:
+        worker._thread.join(max(deadline - time.monotonic(), 0.0))
+    notes = [f"{w._thread.name}: {w.error!r}" for w in workers if w.error is not None]
+    notes += [
+        f"{w._thread.name}: still running {timeout:g}s after it was stopped"
+        for w in workers
+        if w._thread.is_alive()
+    ]
+    return notes

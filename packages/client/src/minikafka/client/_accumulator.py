@@ -95,6 +95,9 @@ class ProducerBatch:
     # built at the first drain; a retry sends the same bytes
     payload: bytes | None = None
     closed: bool = False  # drained once: no more appends
+    # its last attempt was refused as out of sequence (or its producer unknown): it is
+    # not in the log, so it may be numbered afresh under a new producer id
+    refused: bool = False
     drained: float | None = None  # when it was first drained
     reason: str = ""  # why it left then: one of LEAVE_REASONS
 

@@ -22,8 +22,16 @@ retried batch is sent again once nothing of its partition is in flight (Kafka's
 ``shouldStopDrainBatchesForPartition``).
 A batch that fails for good leaves a gap no later batch can fill; then (and on
 UNKNOWN_PRODUCER_ID or an out-of-order batch with nothing before it unresolved) the
-producer asks for a new producer id and numbers from zero again, re-stamping what has
-not been acknowledged (Kafka bumps the epoch instead, KIP-360).
+producer asks for a new producer id and numbers from zero again (Kafka bumps the epoch
+instead, KIP-360). Only what cannot be in the log is numbered afresh: a batch never
+sent, and one the leader refused as out of sequence. A batch whose last attempt went
+unanswered (a timeout, a lost connection) may have been appended, so it is retried
+under the producer id and sequence it was sent with, which the leader can still match
+to its first copy; under a new id the leader could not, and would append it twice.
+Its partition's new batches wait until it is resolved, so the partition stays in order
+(Kafka's ``TransactionManager`` rewrites the sequences of the partition whose gap
+caused the bump only, and ``RecordAccumulator`` holds a partition's new batches while
+batches of a stale producer id or epoch are in flight).
 
 **Transactions** (KIP-98). A transactional producer's Sender is given the
 :class:`~._transactions.TransactionManager`, which gets the producer id instead (its
@@ -199,7 +207,8 @@ class Sender:
             if not batches:
                 continue
             for batch in batches:
-                self._stamp(batch)
+                self._stamp(batch, reports)
+                batch.refused = False  # this attempt's answer is still to come
                 tp = batch.topic_partition
                 self._in_flight[tp] = self._in_flight.get(tp, 0) + 1
             self._requests[node] = self._requests.get(node, 0) + 1
@@ -229,17 +238,35 @@ class Sender:
         # A retry goes only once nothing of its partition is in flight: the batches sent
         # after it are being refused as out of order and come back behind it, and until
         # they have, anything sent after the retry would be refused too.
-        return batch.attempts == 0 or self._in_flight.get(tp, 0) == 0
+        if batch.attempts > 0:
+            return self._in_flight.get(tp, 0) == 0
+        # A new batch waits while batches sent under an older producer id are not
+        # resolved: appended before them it would put the partition out of order.
+        return not self._older_unresolved(tp)
 
-    def _stamp(self, batch: ProducerBatch) -> None:
+    def _older_unresolved(self, tp: TopicPartition) -> bool:
+        return any(
+            pid != self.producer_id and partition == tp
+            for pid, partition in self._unresolved
+        )
+
+    def _stamp(self, batch: ProducerBatch, reports: list[Delivery]) -> None:
         """Give a batch its producer id and sequence (kept across retries). Its bytes are
         built by whoever sends it (``ProducerBatch.build``), once, outside the lock the
         application's thread appends under: a drained batch takes no more records."""
         if not self.idempotent:
             return
-        if batch.base_sequence >= 0 and batch.producer_id == self.producer_id:
-            return  # a retry: the same bytes under the same sequence
+        if batch.base_sequence >= 0 and (
+            batch.producer_id == self.producer_id or not batch.refused
+        ):
+            # A retry: the same bytes under the same producer id and sequence, also
+            # after the producer id changed (its first attempt may be in the log).
+            return
         tp = batch.topic_partition
+        if batch.base_sequence >= 0:  # refused under an older id: not in the log
+            self._forget(batch.producer_id, tp, batch.base_sequence)
+            # Later batches of the old id held their reports back for this one.
+            self._release_held((batch.producer_id, tp), reports)
         sequence = self._next_sequence.get(tp, 0)
         batch.payload = None
         batch.producer_id, batch.producer_epoch = self.producer_id, self.producer_epoch
@@ -304,6 +331,7 @@ class Sender:
         if error in _METADATA_ERRORS:
             self.metadata.request_update()
         if self.idempotent and error in _PRODUCER_ID_ERRORS:
+            batch.refused = True
             if batch.producer_id != self.producer_id or self._earlier_unresolved(batch):
                 # Something before it is being retried, or the producer id changed:
                 # this batch comes back in sequence order (re-stamped if need be).
@@ -397,6 +425,12 @@ class Sender:
             self._held.setdefault(key, {})[batch.base_sequence] = delivery
             return
         reports.append(delivery)
+        self._release_held(key, reports)
+
+    def _release_held(
+        self, key: tuple[int, TopicPartition], reports: list[Delivery]
+    ) -> None:
+        """The held reports of ``key`` with no earlier batch unresolved, in order."""
         held = self._held.get(key)
         pending = self._unresolved.get(key, set())
         while held:
@@ -413,11 +447,18 @@ class Sender:
         error: KafkaError | None,
     ) -> None:
         self.accumulator.release(batch)
-        pending = self._unresolved.get((batch.producer_id, batch.topic_partition))
-        if pending is not None:
-            pending.discard(batch.base_sequence)
+        self._forget(batch.producer_id, batch.topic_partition, batch.base_sequence)
         if self.tracer.enabled:
             self.tracer.emit(self._batch_event(batch, now, base_offset, error), now)
+
+    def _forget(self, producer_id: int, tp: TopicPartition, sequence: int) -> None:
+        """A batch sent under ``producer_id`` is resolved (or numbered afresh)."""
+        key = (producer_id, tp)
+        pending = self._unresolved.get(key)
+        if pending is not None:
+            pending.discard(sequence)
+            if not pending:
+                del self._unresolved[key]  # no stale id is left waiting on it
 
     def _batch_event(
         self,
