@@ -5,10 +5,13 @@ atomicity (``txn_partial``), and offsets committed with the outputs (``txn_offse
 
 from __future__ import annotations
 
+import io
+from pathlib import Path
 from typing import Any
 
 import attrs
 
+from chaos.__main__ import main
 from chaos.checker import Anomaly, Report, check
 from chaos.history import (
     FinalState,
@@ -170,3 +173,20 @@ def test_transactions_and_their_final_state_survive_their_files() -> None:
     assert parse_final_state(text) == LOG
     assert parse_transactional_final(text) == final()
     assert parse_transactional_final(encode_final_state(LOG)) is None
+
+
+def test_chaos_check_reads_the_transactions_from_the_final_state(
+    tmp_path: Path,
+) -> None:
+    """``python -m chaos check`` applies the transactional rules when the final state
+    has its ``transactions`` member, and counts their kinds."""
+    committed = ((0, 101), (1, 102), (2, 103), (5, 105), (6, 106))
+    (tmp_path / "history.jsonl").write_text("".join(format_history(history())))
+    (tmp_path / "final.json").write_text(encode_final_state(LOG, final(committed)))
+    out = io.StringIO()
+    status = main(
+        ["check", str(tmp_path / "history.jsonl"), str(tmp_path / "final.json")], out
+    )
+    assert status == 1
+    assert "aborted_read         1" in out.getvalue()
+    assert "aborted_read         chaos-out-0      ops 1:" in out.getvalue()
