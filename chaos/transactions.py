@@ -35,8 +35,11 @@ from confluent_kafka import TopicPartition as KafkaTopicPartition
 from .history import Record, TopicPartition, TransactionalFinal
 from .workload import CLIENT, Recorder, _Worker
 
-TIMEOUT = 30.0
-"""Seconds each transactional call (init, offsets, commit, abort) is given."""
+TIMEOUT = 10.0
+"""Seconds each transactional call (init, offsets, commit, abort) is given: short,
+since a worker inside one serves no rebalance (an eager rebalance waits for every
+member's revocation, which the client hands out from ``consume``), and a whole group
+waits on it (seed 31, chaos/README.md)."""
 SINK = "chaos-out"
 GROUP = "chaos-transform"
 
@@ -289,7 +292,7 @@ def _offsets(
     try:
         while True:
             try:
-                found = consumer.committed(asked, timeout=10)
+                found = consumer.committed(asked, timeout=TIMEOUT)
                 break
             except KafkaException as exc:
                 if time.monotonic() > deadline:
