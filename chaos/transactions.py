@@ -139,7 +139,7 @@ class Transformer(_Worker):
             after[partition] = max(after.get(partition, 0), offset + 1)
         offsets = tuple(sorted(after.items()))
         invoke = time.time()
-        stage, outcome, error = "begin", "ok", ""
+        stage, outcome, error, at = "begin", "ok", "", time.monotonic()
         try:
             self._producer.begin_transaction()
             stage = "produce"
@@ -147,17 +147,18 @@ class Transformer(_Worker):
                 self._producer.produce(
                     self.sink, str(out).encode(), str(value).encode(), partition
                 )
-            stage = "offsets"
+            stage, at = "offsets", time.monotonic()
             self._producer.send_offsets_to_transaction(
                 [KafkaTopicPartition(self.source, p, o) for p, o in offsets],
                 self._consumer.consumer_group_metadata(),
                 TIMEOUT,
             )
-            stage = "commit"
+            stage, at = "commit", time.monotonic()
             self._commit()
         except (KafkaException, BufferError) as exc:
-            error = f"{stage}: {exc}"
-            outcome = self._recover(exc, committing=stage == "commit")
+            failed = f"{stage} after {time.monotonic() - at:.1f}s: {exc}"
+            outcome, done = self._recover(exc, committing=stage == "commit")
+            error = f"{failed}; {done}"
         self.recorder.record(
             process=self.process,
             kind="txn",
@@ -187,24 +188,31 @@ class Transformer(_Worker):
                 if not error.retriable() or error.txn_requires_abort() or attempt == 2:
                     raise
 
-    def _recover(self, exc: KafkaException | BufferError, committing: bool) -> str:
+    def _recover(
+        self, exc: KafkaException | BufferError, committing: bool
+    ) -> tuple[str, str]:
         """Abort the transaction (or replace a producer that cannot), rewind the
-        consumer; the transaction's outcome: ``unknown`` if a commit was asked for and
-        did not say it failed, else ``failed``."""
+        consumer; the transaction's outcome (``unknown`` if a commit was asked for and
+        did not say it failed, else ``failed``) and what was done, with its seconds
+        (the history's evidence of where a worker spent its time)."""
         error = _error(exc) if isinstance(exc, KafkaException) else None
-        aborted = False
+        began, done = time.monotonic(), "aborted"
         if error is None or not error.fatal():
             try:
                 self._producer.abort_transaction(TIMEOUT)
-                aborted = True
-            except KafkaException:
-                pass  # replaced below: the successor's init ends the transaction
-        if not aborted:
-            self._producer = self._new_producer()
+            except KafkaException as abort:
+                done = f"abort failed ({abort})"
+        else:
+            done = "fatal"
+        if done != "aborted":
+            old, self._producer = self._producer, self._new_producer()
+            del old  # destroyed here, so its seconds are counted in the note
             self._ready = False
+            done += ", producer replaced"
         self._rewind = True
         said_failed = error is not None and error.txn_requires_abort()
-        return "unknown" if committing and not said_failed else "failed"
+        outcome = "unknown" if committing and not said_failed else "failed"
+        return outcome, f"{done} in {time.monotonic() - began:.1f}s"
 
     def finish(self) -> None:
         self._consumer.close()
