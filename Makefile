@@ -258,7 +258,8 @@ cluster-down: sync
 # so does disk-full, a broker's log dir on a small tmpfs filled; membership adds brokers
 # added and removed);
 # CLIENTS=confluent-kafka,kafka-python,minikafka the producers' clients; CHURN=S a topic
-# created, written and deleted every S seconds.
+# created, written and deleted every S seconds; TRANSACTIONS=N consume-transform-produce
+# workers, transactional, from the topic to chaos-out.
 DURATION ?= 300
 ifndef SEED
 SEED := $(shell date +%s)
@@ -269,6 +270,7 @@ chaos: sync
 	@$(RUN) python -m chaos run --seed $(SEED) --duration $(DURATION) --mode $(MODE) \
 		--controllers $(CONTROLLERS) $(if $(FAULTS),--faults $(FAULTS)) \
 		$(if $(CLIENTS),--clients $(CLIENTS)) $(if $(CHURN),--churn $(CHURN)) \
+		$(if $(TRANSACTIONS),--transactions $(TRANSACTIONS)) \
 		--out $(CHAOS_RUNS)/$(MODE)-c$(CONTROLLERS)-s$(SEED)
 
 clean:

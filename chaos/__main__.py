@@ -4,10 +4,10 @@
 state (and the run's traces) and prints each anomaly with the operations or trace
 events that show it, then a count by kind; it exits 1 if it found any.
 ``run --seed N --duration S --mode kraft|zk --controllers 1|3 [--faults K,...]
-[--clients confluent-kafka,minikafka] [--producers N] --out DIR`` runs a cluster through the seed's
-faults with real clients, checks what they saw and prints a summary
-(:mod:`chaos.runner`); it exits 1 on any anomaly, 2 if the run itself went wrong (its
-summary's notes say how).
+[--clients confluent-kafka,minikafka] [--producers N] [--transactions [N]] --out DIR``
+runs a cluster through the seed's faults with real clients, checks what they saw and
+prints a summary (:mod:`chaos.runner`); it exits 1 on any anomaly, 2 if the run itself
+went wrong (its summary's notes say how).
 ``schedule --seed N`` prints the nemesis's schedule for a seed as JSON lines
 (:mod:`chaos.nemesis`): what a run with that seed would inject, without running it.
 ``timeline RUN_DIR`` draws a run directory's ``timeline.svg`` again from its files
@@ -29,7 +29,7 @@ from minikafka.trace import read_trace
 from . import disk
 from .checker import check
 from .faults import DISK_KINDS, PROCESS_KINDS
-from .history import parse_final_state, parse_history
+from .history import parse_final_state, parse_history, parse_transactional_final
 from .nemesis import Options, Topology, parse_faults, schedule
 from .netns import unavailable
 from .runner import RunOptions, needs_network, refused, run
@@ -44,7 +44,8 @@ def _check(args: argparse.Namespace, out: TextIO) -> int:
     final = parse_final_state(Path(args.final).read_text())
     records = kept_records(read_trace(Path(args.traces))) if args.traces else []
     writers = read_writers(Path(args.cluster), args.topic) if args.cluster else None
-    report = check(ops, final, records, writers)
+    transactions = parse_transactional_final(Path(args.final).read_text())
+    report = check(ops, final, records, writers, transactions)
     traced = check_traces(records, ops) if args.traces else []
     for anomaly in (*report.anomalies, *report.explained):
         ops_ = ", ".join(str(i) for i in anomaly.ops) or "-"
@@ -126,6 +127,15 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
         help="seconds between topic churn cycles (a topic created, written, deleted); "
         "0: none",
     )
+    running.add_argument(
+        "--transactions",
+        type=int,
+        nargs="?",
+        const=2,
+        default=0,
+        help="consume-transform-produce workers, transactional, from the topic to "
+        "chaos-out (alone: two); 0: none",
+    )
     running.add_argument("--out", required=True, help="the run's directory")
     args = parser.parse_args(argv)
     if args.command == "run":
@@ -154,6 +164,8 @@ def _run(args: argparse.Namespace, out: TextIO, parser: argparse.ArgumentParser)
         parser.error(f"--clients: choose from {', '.join(CLIENTS)}, not {unknown}")
     if args.producers is not None and args.producers < 1:
         parser.error("--producers: at least one")
+    if args.transactions < 0:
+        parser.error("--transactions: none (0) or more")
     # SIGTERM ends the run through its cleanup (nodes killed, namespaces removed),
     # as Ctrl-C does, rather than leaving them behind.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
@@ -166,6 +178,7 @@ def _run(args: argparse.Namespace, out: TextIO, parser: argparse.ArgumentParser)
         producers=producer_count(clients, args.producers),
         clients=clients,
         churn=args.churn,
+        transactions=args.transactions,
     )
     return run(opts, Path(args.out), out)
 

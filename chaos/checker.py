@@ -38,6 +38,11 @@ Each rule is one of the anomalies Jepsen's analyses of Kafka-compatible systems 
 - ``dirty_read``: a read returned a value that was never acknowledged and is not in the
   final log: a read past the high watermark of a record later truncated away.
 
+With transactions (:mod:`chaos.txn_checker`), ``txn_lost``, ``txn_duplicate``,
+``aborted_read``, ``txn_partial`` and ``txn_offsets``: a consume-transform-produce
+transaction's outputs and offsets against the output topic read back both ways and the
+group's committed offsets.
+
 Partitions of a topic that was deleted (``delete_topic``, any outcome) are left out of
 the rules that read the final log (``lost``, ``dirty_read``): their records are gone by
 design. A workload recreates topics under new names.
@@ -55,9 +60,10 @@ from typing import Literal, TypeAlias
 
 import attrs
 
-from .history import FinalState, Op, TopicPartition
+from .history import FinalState, Op, TopicPartition, TransactionalFinal
 from .resets import ResetEvidence
 from .traces import Record
+from .txn_checker import TXN_KINDS, TxnKind, check_transactions
 from .writers import Writer, Writers
 
 AnomalyKind: TypeAlias = Literal[
@@ -69,6 +75,7 @@ AnomalyKind: TypeAlias = Literal[
     "dirty_read",
     "commit_after_reset",
     "duplicate_new_epoch",
+    TxnKind,
 ]
 ANOMALY_KINDS: tuple[AnomalyKind, ...] = (
     "lost",
@@ -79,6 +86,7 @@ ANOMALY_KINDS: tuple[AnomalyKind, ...] = (
     "dirty_read",
     "commit_after_reset",
     "duplicate_new_epoch",
+    *TXN_KINDS,
 )
 
 
@@ -384,13 +392,15 @@ def check(
     final: FinalState,
     traces: Sequence[Record] = (),
     writers: Writers | None = None,
+    transactions: TransactionalFinal | None = None,
 ) -> Report:
     """Every anomaly of the history ``ops`` against the ``final`` state, by kind in
     :data:`ANOMALY_KINDS` order, each kind by partition; with the run's ``traces``
     (:func:`chaos.traces.kept_records`), the commits going back that a stale leader's
     reset explains are moved to ``explained``; with the ``writers`` of the final log's
     records (:func:`chaos.writers.read_writers`), so are the duplicates one producer
-    wrote at distinct epochs."""
+    wrote at distinct epochs; with ``transactions`` (the output topic and the transform
+    group's offsets read back), the transactional rules."""
     seen = _observations(ops, final)
     duplicates = _duplicates(ops, seen, writers)
     anomalies = [
@@ -401,6 +411,13 @@ def check(
         *_nonmonotonic_commits(ops),
         *_dirty_reads(ops, final),
     ]
+    if transactions is not None:
+        anomalies += [
+            Anomaly(kind, topic, partition, ops_, detail)
+            for kind, topic, partition, ops_, detail in check_transactions(
+                ops, final, transactions
+            )
+        ]
     kept, explained = _explain_resets(anomalies, ops, final, traces)
     explained += [a for a in duplicates if a.kind == "duplicate_new_epoch"]
     ok_sends = sum(1 for op in ops if op.kind == "send" and op.outcome == "ok")

@@ -22,10 +22,20 @@ The kinds:
   for a partition.
 - ``create_topic``/``delete_topic``: ``topic`` created with ``partitions`` partitions, or
   deleted.
+- ``txn``: one consume-transform-produce transaction (KIP-98, KIP-447) of a
+  ``transactional_id``: ``inputs`` the ``(partition, offset, value)`` it read from
+  ``source`` (read_committed, as a member of ``group``), ``outputs`` the ``(partition,
+  value)`` it wrote to ``topic`` in their order (the i-th output transforms the i-th
+  input: a new unique value), ``offsets`` the ``(partition, next offset)`` it sent to the
+  transaction for ``group``. ``ok``: ``commit_transaction`` returned; ``failed``: it was
+  aborted, or never asked to commit; ``unknown``: the commit raised (timed out, or the
+  producer failed fatally during it), so it may have committed.
 
 The final state is read back after the faults are healed: per partition, every
 ``(offset, value)`` from the log start to the end, as one JSON document
-(:func:`parse_final_state`).
+(:func:`parse_final_state`); with transactions, its ``transactions`` member
+(:class:`TransactionalFinal`) holds the output topic read both ways and the group's
+committed offsets.
 """
 
 from __future__ import annotations
@@ -37,13 +47,22 @@ from typing import Literal, TypeAlias, cast
 
 import attrs
 
-Kind: TypeAlias = Literal["send", "poll", "commit", "create_topic", "delete_topic"]
+Kind: TypeAlias = Literal[
+    "send", "poll", "commit", "create_topic", "delete_topic", "txn"
+]
 Outcome: TypeAlias = Literal["ok", "failed", "unknown"]
 TopicPartition: TypeAlias = tuple[str, int]
 Record: TypeAlias = tuple[int, int]
 """``(offset, value)``: one record as a read or the final state saw it."""
 
-KINDS: tuple[Kind, ...] = ("send", "poll", "commit", "create_topic", "delete_topic")
+KINDS: tuple[Kind, ...] = (
+    "send",
+    "poll",
+    "commit",
+    "create_topic",
+    "delete_topic",
+    "txn",
+)
 OUTCOMES: tuple[Outcome, ...] = ("ok", "failed", "unknown")
 ACKS_ALL = -1
 
@@ -71,6 +90,14 @@ class Op:
     partitions: int = 0
     error: str = ""
     """The client's error for a ``failed`` or ``unknown`` outcome, as it reported it."""
+    transactional_id: str = ""
+    source: str = ""
+    inputs: tuple[tuple[int, int, int], ...] = ()
+    """A ``txn``'s inputs: ``(partition, offset, value)`` read from ``source``."""
+    outputs: tuple[tuple[int, int], ...] = ()
+    """A ``txn``'s outputs: ``(partition, value)`` written to ``topic``, one per input."""
+    offsets: tuple[tuple[int, int], ...] = ()
+    """A ``txn``'s offsets for ``group``: ``(partition, next offset)`` of ``source``."""
 
     @property
     def tp(self) -> TopicPartition:
@@ -87,6 +114,8 @@ class Op:
             raise ValueError(f"op {self.index}: a send without a value")
         if self.kind in ("send", "poll", "commit") and self.partition < 0:
             raise ValueError(f"op {self.index}: a {self.kind} without a partition")
+        if len(self.outputs) != len(self.inputs):
+            raise ValueError(f"op {self.index}: one output per input")
 
 
 def encode_op(op: Op) -> str:
@@ -106,7 +135,7 @@ def encode_op(op: Op) -> str:
             continue
         value = getattr(op, name)
         if value != getattr(defaults, name):
-            document[name] = [list(r) for r in value] if name == "records" else value
+            document[name] = [list(r) for r in value] if name in _TUPLES else value
     return json.dumps(document, separators=(",", ":"))
 
 
@@ -119,12 +148,27 @@ def decode_op(line: str) -> Op:
     unknown = set(document) - names
     if unknown:
         raise ValueError(f"unknown fields {sorted(unknown)}: {line!r}")
-    if "records" in document:
-        document["records"] = tuple(_record(r) for r in document["records"])
+    for name, arity in _TUPLES.items():
+        if name in document:
+            document[name] = tuple(_ints(r, arity) for r in document[name])
     try:
         return Op(**document)
     except TypeError as exc:
         raise ValueError(f"not an operation: {line!r}: {exc}") from exc
+
+
+_TUPLES = {"records": 2, "inputs": 3, "outputs": 2, "offsets": 2}
+"""The fields holding tuples of integers (JSON lists of lists), each tuple's length."""
+
+
+def _ints(raw: object, arity: int) -> tuple[int, ...]:
+    if (
+        not isinstance(raw, list)
+        or len(raw) != arity
+        or not all(isinstance(x, int) for x in raw)
+    ):
+        raise ValueError(f"expected {arity} integers, not {raw!r}")
+    return tuple(raw)
 
 
 def _record(raw: object) -> Record:
@@ -157,13 +201,44 @@ FinalState: TypeAlias = Mapping[TopicPartition, tuple[Record, ...]]
 """Per partition, the log read back after healing: ``(offset, value)`` in offset order."""
 
 
-def encode_final_state(state: FinalState) -> str:
-    """The final state as one JSON document."""
-    partitions = [
+@attrs.frozen
+class TransactionalFinal:
+    """What a run with transactions reads back after healing: the output topic read
+    with ``isolation.level=read_committed`` (``committed``) and ``read_uncommitted``
+    (``uncommitted``), per partition its ``(offset, value)``; and the ``offsets`` the
+    transform ``group`` has committed for the input topic's partitions (a partition
+    without one is absent)."""
+
+    group: str
+    committed: FinalState
+    uncommitted: FinalState
+    offsets: Mapping[TopicPartition, int]
+
+
+def _encode_partitions(state: FinalState) -> list[dict[str, object]]:
+    return [
         {"topic": topic, "partition": partition, "records": [list(r) for r in records]}
         for (topic, partition), records in sorted(state.items())
     ]
-    return json.dumps({"partitions": partitions}, separators=(",", ":"))
+
+
+def encode_final_state(
+    state: FinalState, transactions: TransactionalFinal | None = None
+) -> str:
+    """The final state as one JSON document (with ``transactions``, its member of
+    that name)."""
+    document: dict[str, object] = {"partitions": _encode_partitions(state)}
+    if transactions is not None:
+        document["transactions"] = {
+            "group": transactions.group,
+            "read_committed": _encode_partitions(transactions.committed),
+            "read_uncommitted": _encode_partitions(transactions.uncommitted),
+            "offsets": [
+                {"topic": topic, "partition": partition, "offset": offset}
+                for (topic, partition), offset in sorted(transactions.offsets.items())
+            ],
+        }
+    return json.dumps(document, separators=(",", ":"))
 
 
 def parse_final_state(text: str) -> dict[TopicPartition, tuple[Record, ...]]:
@@ -174,8 +249,45 @@ def parse_final_state(text: str) -> dict[TopicPartition, tuple[Record, ...]]:
         document.get("partitions"), list
     ):
         raise ValueError("a final state is {'partitions': [...]}")
+    return _partitions(document["partitions"])
+
+
+def parse_transactional_final(text: str) -> TransactionalFinal | None:
+    """The ``transactions`` member of a final state's document, or None if it has
+    none (a run without transactions); ValueError if it is malformed."""
+    document = json.loads(text)
+    raw = document.get("transactions") if isinstance(document, dict) else None
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("group"), str):
+        raise ValueError("transactions: {'group': ..., 'read_committed': [...], ...}")
+    offsets: dict[TopicPartition, int] = {}
+    for entry in raw.get("offsets", []):
+        topic, partition, offset = (
+            entry.get(k) for k in ("topic", "partition", "offset")
+        )
+        if not (
+            isinstance(topic, str)
+            and isinstance(partition, int)
+            and isinstance(offset, int)
+        ):
+            raise ValueError(
+                f"a committed offset is topic, partition, offset: {entry!r}"
+            )
+        offsets[(topic, partition)] = offset
+    return TransactionalFinal(
+        raw["group"],
+        _partitions(raw.get("read_committed")),
+        _partitions(raw.get("read_uncommitted")),
+        offsets,
+    )
+
+
+def _partitions(raw_partitions: object) -> dict[TopicPartition, tuple[Record, ...]]:
+    if not isinstance(raw_partitions, list):
+        raise ValueError("partitions must be a list")
     state: dict[TopicPartition, tuple[Record, ...]] = {}
-    for entry in cast(list[dict[str, object]], document["partitions"]):
+    for entry in cast(list[dict[str, object]], raw_partitions):
         topic, partition = entry.get("topic"), entry.get("partition")
         if not isinstance(topic, str) or not isinstance(partition, int):
             raise ValueError(f"a partition needs a topic and a number: {entry!r}")

@@ -9,7 +9,8 @@
    starts and heals each fault at its time (late if the one before took long: the
    record keeps when each really happened).
 3. Heal everything, stop the workloads, wait for every partition's whole ISR, read the
-   final state back, and check the history (:mod:`chaos.checker`) and the traces
+   final state back (with transactions, ``chaos-out`` both ways and the transform
+   group's offsets too), and check the history (:mod:`chaos.checker`) and the traces
    (:mod:`chaos.traces`).
 4. Write ``history.jsonl``, ``final.json``, ``faults.jsonl`` (the schedule as carried
    out), ``summary.txt`` (printed too), ``timeline.svg`` (:mod:`chaos.timeline`: the
@@ -46,11 +47,12 @@ from .faults import (
     PROCESS_KINDS,
     Injector,
 )
-from .history import Op, encode_final_state, format_history
+from .history import Op, TransactionalFinal, encode_final_state, format_history
 from .nemesis import ZOOKEEPER_KINDS, Options, Topology, schedule
 from .netcluster import bootstrap, place
 from .netns import Network
 from .traces import TRACE_ANOMALY_KINDS, TraceAnomaly, check_traces, kept_records
+from .transactions import SINK, Transformer, read_back_transactions
 from .workload import CLIENT, GroupConsumer, Producer, Recorder, read_back, stop_all
 from .writers import read_writers
 
@@ -87,6 +89,9 @@ class RunOptions:
     churn: float = 0.0
     """Seconds between topic churn cycles (:mod:`chaos.churn`: a topic created,
     written and deleted); 0: none."""
+    transactions: int = 0
+    """Consume-transform-produce workers (:mod:`chaos.transactions`) from the topic
+    to ``chaos-out`` in one group, each with its own transactional id; 0: none."""
 
 
 def injectable(
@@ -157,12 +162,12 @@ def _cluster(root: Path, opts: RunOptions) -> ProcessCluster:
     )
 
 
-def _create_topic(servers: str, partitions: int) -> None:
+def _create_topic(servers: str, partitions: int, name: str = TOPIC) -> None:
     client = AdminClient({"bootstrap.servers": servers, "log_level": 0})
     topic = NewTopic(
-        TOPIC, partitions, REPLICATION_FACTOR, config={"min.insync.replicas": "2"}
+        name, partitions, REPLICATION_FACTOR, config={"min.insync.replicas": "2"}
     )
-    client.create_topics([topic], operation_timeout=30)[TOPIC].result(timeout=60)
+    client.create_topics([topic], operation_timeout=30)[name].result(timeout=60)
 
 
 def _whole(servers: str, partitions: int, deadline: float) -> bool:
@@ -200,6 +205,7 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
     )
     (out_dir / "schedule.jsonl").write_text("\n".join(drawn.lines()) + "\n")
     recorder = Recorder()
+    transactions: TransactionalFinal | None = None
     added = [t for f in drawn.faults if f.kind == "broker-add" for t in f.targets]
     network = (
         Network.create([*cluster.node_ids, *added])
@@ -222,9 +228,11 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
     try:
         cluster.up(timeout=120.0)
         _create_topic(servers, opts.partitions)
+        if opts.transactions:
+            _create_topic(servers, opts.partitions, SINK)
         if not _whole(servers, opts.partitions, time.monotonic() + 60):
             notes.append("the topic was not fully in sync before the faults began")
-        workers: list[Producer | GroupConsumer | TopicChurn] = [
+        workers: list[Producer | GroupConsumer | TopicChurn | Transformer] = [
             Producer(
                 p,
                 servers,
@@ -242,6 +250,10 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
         if opts.churn > 0:
             churn = TopicChurn(200, servers, f"{TOPIC}-churn", recorder, opts.churn)
             workers.append(churn)
+        workers += [
+            Transformer(300 + t, servers, TOPIC, recorder)
+            for t in range(opts.transactions)
+        ]
         for worker in workers:
             worker.start()
         began = time.monotonic()
@@ -262,6 +274,11 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
         if not _whole(servers, opts.partitions, deadline):
             notes.append("not every partition had its whole ISR again after healing")
         final = read_back(servers, TOPIC, opts.partitions, deadline)
+        if opts.transactions:
+            transactions, open_ = read_back_transactions(
+                servers, TOPIC, opts.partitions, deadline
+            )
+            notes += open_
         notes += crashes(cluster, injector)
     finally:
         try:
@@ -274,13 +291,13 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
                 network.close()  # after the nodes: nothing is left in a namespace
     ops = recorder.ops
     (out_dir / "history.jsonl").write_text("".join(format_history(ops)))
-    (out_dir / "final.json").write_text(encode_final_state(final))
+    (out_dir / "final.json").write_text(encode_final_state(final, transactions))
     (out_dir / "faults.jsonl").write_text(
         "".join(json.dumps(r.to_json()) + "\n" for r in injector.done)
     )
     records = kept_records(read_trace(cluster.root / "traces"))
     writers = read_writers(cluster.root, TOPIC)
-    report = check(ops, final, records, writers)
+    report = check(ops, final, records, writers, transactions)
     traced = check_traces(records, ops)
     faults = [r.to_json() for r in injector.done]
     marks = timeline.anomaly_marks(ops, report.anomalies, traced)
@@ -347,7 +364,8 @@ def _summary(
         counts_ = f"{kinds[kind]:>8} {skipped[kind]:>8} {errors[kind]:>8}"
         lines.append(f"{kind:<24} {counts_}")
     lines += ["", f"{'operation':<12} {'ok':>8} {'failed':>8} {'unknown':>8}"]
-    for kind in ("send", "poll", "commit", "create_topic", "delete_topic"):
+    kinds_ = ("send", "poll", "commit", "create_topic", "delete_topic")
+    for kind in (*kinds_, *(("txn",) if opts.transactions else ())):
         outcomes = Counter(op.outcome for op in history if op.kind == kind)
         lines.append(
             f"{kind:<12} {outcomes['ok']:>8} {outcomes['failed']:>8} {outcomes['unknown']:>8}"

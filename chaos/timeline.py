@@ -33,7 +33,7 @@ from matplotlib.patches import Patch
 from minikafka.trace import read_trace
 
 from .checker import Anomaly, check
-from .history import Op, parse_final_state, parse_history
+from .history import Op, parse_final_state, parse_history, parse_transactional_final
 from .traces import TraceAnomaly, check_traces
 
 FILE = "timeline.svg"
@@ -227,5 +227,7 @@ def redraw(run_dir: Path) -> Path:
     )
     traces = run_dir / "cluster" / "traces"
     traced = check_traces(read_trace(traces), ops) if traces.is_dir() else []
-    marks = anomaly_marks(ops, check(ops, final).anomalies, traced)
+    transactions = parse_transactional_final((run_dir / "final.json").read_text())
+    report = check(ops, final, transactions=transactions)
+    marks = anomaly_marks(ops, report.anomalies, traced)
     return save(run_dir / FILE, ops, faults, marks, title=run_dir.name)

@@ -322,7 +322,8 @@ HISTORY_SCHEMA = T.StructType(
         T.StructField("error", T.StringType()),
     ]
 )
-"""One row per operation: :class:`chaos.history.Op`'s fields (``partitions`` left out)."""
+"""One row per operation: :class:`chaos.history.Op`'s fields (``partitions`` and a
+transaction's fields left out)."""
 FINAL_SCHEMA = T.StructType(
     [
         T.StructField("topic", T.StringType(), False),
