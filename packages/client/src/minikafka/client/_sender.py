@@ -152,6 +152,9 @@ class Sender:
     _unresolved: dict[tuple[int, TopicPartition], set[int]] = attrs.field(factory=dict)
     _in_flight: dict[TopicPartition, int] = attrs.field(factory=dict)
     _requests: dict[int, int] = attrs.field(factory=dict)
+    # partitions with batches unresolved under an older producer id (of _unresolved's
+    # keys: kept here so that a new batch's check does not scan them all)
+    _stale: set[TopicPartition] = attrs.field(factory=set)
     # (producer id, partition) -> reports held back until earlier batches resolve
     _held: dict[tuple[int, TopicPartition], dict[int, Delivery]] = attrs.field(
         factory=dict
@@ -176,6 +179,7 @@ class Sender:
         """InitProducerId answered: number every partition from zero under this id."""
         self.producer_id, self.producer_epoch = producer_id, producer_epoch
         self._next_sequence.clear()
+        self._stale = {tp for pid, tp in self._unresolved if pid != producer_id}
 
     def in_flight_requests(self) -> int:
         return sum(self._requests.values())
@@ -245,10 +249,7 @@ class Sender:
         return not self._older_unresolved(tp)
 
     def _older_unresolved(self, tp: TopicPartition) -> bool:
-        return any(
-            pid != self.producer_id and partition == tp
-            for pid, partition in self._unresolved
-        )
+        return tp in self._stale
 
     def _stamp(self, batch: ProducerBatch, reports: list[Delivery]) -> None:
         """Give a batch its producer id and sequence (kept across retries). Its bytes are
@@ -459,6 +460,11 @@ class Sender:
             pending.discard(sequence)
             if not pending:
                 del self._unresolved[key]  # no stale id is left waiting on it
+                if producer_id != self.producer_id and not any(
+                    pid != self.producer_id and partition == tp
+                    for pid, partition in self._unresolved
+                ):
+                    self._stale.discard(tp)
 
     def _batch_event(
         self,
