@@ -162,9 +162,13 @@ class Processor:
         breakdown = request.time_breakdown()
         if traced:
             header = request.header  # read directly: this runs once per request
+            queue_ms, local_ms, remote_ms, response_queue_ms, send_ms, total_ms = (
+                breakdown
+            )
             # The event's field values in its field order, not the frozen event: a
-            # tuple costs a tenth of building sixteen fields. The last six are the
-            # time breakdown.
+            # tuple costs a tenth of building sixteen fields. Built in one step (the
+            # breakdown unpacked into names, not spliced in with *, which builds a
+            # list first).
             self.tracer.emit_fields(
                 RequestCompleted,
                 (
@@ -178,7 +182,12 @@ class Processor:
                     header.correlation_id,
                     request.size,
                     request.response_size,
-                    *breakdown,
+                    queue_ms,
+                    local_ms,
+                    remote_ms,
+                    response_queue_ms,
+                    send_ms,
+                    total_ms,
                 ),
             )
         if self.on_request_completed is not None:
