@@ -368,8 +368,8 @@ class NetworkClient:
         response.
 
         ``expect_response=False`` is for requests the broker does not answer (acks=0
-        produce): the call returns once the request is written. ``request_timeout``: seconds
-        this request may wait for its answer instead of ``request_timeout`` (Kafka's
+        produce): the call returns once the request is written. ``request_timeout``:
+        the seconds this request may wait for its answer, if not the client's (Kafka's
         ``NetworkClient.send`` with a request's own ``requestTimeoutMs``: a consumer's
         JoinGroup, which the coordinator holds until the group has rejoined).
         """
