@@ -12,12 +12,13 @@ to each partition's leader, DescribeLogDirs to each broker asked about. The boot
 servers are nodes -1, -2, ... until a Metadata answer names the brokers, as in Kafka's
 ``ClientUtils``; after that the known brokers are asked first.
 
-A request any broker can answer (Metadata, FindCoordinator, DescribeCluster) goes to the
-least loaded broker (:class:`~._least_loaded.LeastLoaded`, Kafka's Admin's
+A request any broker can answer (FindCoordinator, DescribeCluster) goes to the least
+loaded broker (:class:`~._least_loaded.LeastLoaded`, Kafka's Admin's
 ``LeastLoadedNodeProvider``), and after a connection failure or request timeout to one
 chosen again, until ``default.api.timeout.ms`` has passed since the call began (Kafka's
 ``Call`` retried on a disconnect until its deadline): a broker that stopped answering
-costs one request timeout, not every call to it.
+costs one request timeout, not every call to it. Metadata asks the least loaded known
+broker first, then the other known brokers and the bootstrap servers, once each.
 
 This class holds the routing, topics, configs and group descriptions; the group
 listings and offsets are mixed in from :mod:`._admin_groups`, the partition and
