@@ -130,13 +130,14 @@ def declared_keys() -> frozenset[str]:
     """Every configuration key minikafka declares, with its synonyms."""
     from minikafka.broker._config import known_keys
     from minikafka.client import _config as client_config
+    from minikafka.client._async_admin import ADMIN_KEYS
     from minikafka.controller._config import REPLICATION_TOPIC_CONFIG
     from minikafka.log._config import LOG_CONFIG
     from minikafka.net import CLIENT_SECURITY_KEYS
 
     # What server.properties may set, a topic's own names, and the clients' keys.
     keys = set(known_keys()) | LOG_CONFIG.names() | REPLICATION_TOPIC_CONFIG.names()
-    keys |= set(client_config._KEYS) | set(client_config._CONSUMER_KEYS)
+    keys |= set(client_config._KEYS) | set(client_config._CONSUMER_KEYS) | ADMIN_KEYS
     keys |= set(CLIENT_SECURITY_KEYS)  # every client's security keys
     return frozenset(keys)
 

@@ -302,6 +302,30 @@ def test_an_unknown_member_loses_its_partitions_and_commits_carry_the_generation
     assert (c.member_id, c.generation_id) == ("", -1)
 
 
+def test_a_commit_while_the_member_rejoins_fails_with_rebalance_in_progress() -> None:
+    # Kafka's ConsumerCoordinator.sendOffsetCommitRequest: a commit while a JoinGroup is
+    # in flight is failed at once, not sent behind the JoinGroup on the coordinator's
+    # connection, where its request.timeout.ms would close the connection (and fail
+    # the JoinGroup, which may wait the whole rebalance timeout) before the answer.
+    c = coordinator("cooperative-sticky")
+    join_as_leader(c, 0.0)
+    c.events.clear()
+    c.events_done()
+    c.request_rejoin()
+    assert any(isinstance(r, JoinGroup) for r in c.on_timer(2.0).messages)
+    assert c.state is MemberState.JOINING
+    commit = c.commit({TP0: 10}, 2.1)
+    assert commit is not None
+    assert not any(isinstance(r, OffsetCommit) for r in c.on_timer(2.2).messages)
+    assert c.commit_results == {commit.commit_id: ErrorCode.rebalance_in_progress}
+    assert c.rejoin_needed is False  # the rebalance under way is the only one
+    # Once the member is stable again, its commits go out.
+    c.on_join(ErrorCode.none, 2, "cooperative-sticky", "other", "me", [], 3.0)
+    c.on_sync(ErrorCode.none, encode_assignment(Assignment([TP0])), 3.0)
+    again = c.commit({TP0: 10}, 3.1)
+    assert again in c.on_timer(3.2).messages
+
+
 @pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
 def test_the_leader_assigns_with_the_chosen_assignor(strategy: str) -> None:
     c = coordinator(strategy)

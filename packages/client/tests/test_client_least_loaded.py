@@ -197,7 +197,9 @@ class Coordinators:
     def load(self, node: Node) -> int | None:
         return self._load.get(node)
 
-    async def send(self, node: Node, body: object) -> object:
+    async def send(
+        self, node: Node, body: object, *, request_timeout: float | None = None
+    ) -> object:
         if not isinstance(body, FindCoordinatorRequest):
             await trio.sleep_forever()
         self.events.append(("FindCoordinator", node.node_id))
@@ -228,7 +230,9 @@ class GroupConnections:
     def load(self, node: Node) -> int | None:
         return None
 
-    async def send(self, node: Node, body: object) -> object:
+    async def send(
+        self, node: Node, body: object, *, request_timeout: float | None = None
+    ) -> object:
         self.sent.append(type(body).__name__)
         await trio.sleep_forever()
 

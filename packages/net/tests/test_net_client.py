@@ -154,6 +154,39 @@ async def test_a_timeout_closes_the_connection_and_fails_what_was_in_flight() ->
             assert await client.send(node, METADATA_V9) is not None
 
 
+async def test_a_request_waits_its_own_timeout_not_the_clients() -> None:
+    # Kafka's NetworkClient.send with a request's own timeout (a consumer's JoinGroup,
+    # held by the coordinator up to the rebalance timeout): a request given a longer
+    # timeout outlives the client's request.timeout.ms, one given a shorter fails first.
+    gate = trio.Event()
+    async with serving(gated_echo(gate)) as server:
+        node = _node(server)
+        async with (
+            NetworkClient.open(request_timeout=0.2) as client,
+            NetworkClient.open(request_timeout=60) as patient,
+        ):
+            await client.api_versions(node)
+            await patient.api_versions(node)
+            answered: list[object] = []
+
+            async def long_wait() -> None:
+                answered.append(
+                    await client.send(node, METADATA_V9, request_timeout=60)
+                )
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(long_wait)
+                await wait_until(lambda: client.queued(node) == (1, 0))
+                # A request given 0.2 s (on a client whose own timeout is 60 s) fails:
+                # that much time has passed, the long request still waiting.
+                with pytest.raises(RequestTimedOut, match=r"after 0\.2s"):
+                    await patient.send(node, METADATA_V9, request_timeout=0.2)
+                assert client.queued(node) == (1, 0)
+                gate.set()
+            assert answered
+            assert answered[0] is not None
+
+
 async def test_connecting_to_nothing_fails_clearly() -> None:
     async with NetworkClient.open(connect_timeout=5) as client:
         with pytest.raises(DisconnectedError, match="cannot connect"):

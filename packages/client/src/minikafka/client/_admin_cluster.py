@@ -189,8 +189,9 @@ class ClusterAdmin:
         if via_controller:
             return await _describe_controllers(self)
         await self.metadata([])
-        node = next(iter(self.brokers.values()), self.bootstrap[0])
-        return await _describe_cluster_at(self, node, BROKER_ENDPOINTS)
+        return await self.at_any_broker(
+            lambda node: _describe_cluster_at(self, node, BROKER_ENDPOINTS)
+        )
 
     async def describe_log_dirs(
         self: AdminPort, broker_ids: Iterable[int]

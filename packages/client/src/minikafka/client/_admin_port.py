@@ -3,13 +3,14 @@
 
 Each family lives in its own module and is mixed into :class:`AsyncAdminClient`; the
 mixins' methods take ``self`` as an :class:`AdminPort`, the routing the class provides
-(send a body to a node, the metadata, the controller, a group's coordinator), so mypy
+(send a body to a node or to any broker, the metadata, the controller, a group's
+coordinator), so mypy
 checks both sides without the modules importing each other.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Protocol, TypeVar
 
 from kio.schema.metadata.v8.response import MetadataResponse
@@ -20,6 +21,7 @@ from minikafka.common import TopicPartition as TopicPartitionKey
 from minikafka.net import NetworkClient, Node
 
 R = TypeVar("R", bound=ResponsePayload)
+V = TypeVar("V")
 
 
 class AdminPort(Protocol):
@@ -44,6 +46,8 @@ class AdminPort(Protocol):
     async def controller(self) -> Node: ...
 
     async def find_coordinator(self, group: str, key_type: int = 0) -> Node: ...
+
+    async def at_any_broker(self, call: Callable[[Node], Awaitable[V]]) -> V: ...
 
     def _timeout(self) -> i32Timedelta: ...
 

@@ -12,6 +12,14 @@ to each partition's leader, DescribeLogDirs to each broker asked about. The boot
 servers are nodes -1, -2, ... until a Metadata answer names the brokers, as in Kafka's
 ``ClientUtils``; after that the known brokers are asked first.
 
+A request any broker can answer (FindCoordinator, DescribeCluster) goes to the least
+loaded broker (:class:`~._least_loaded.LeastLoaded`, Kafka's Admin's
+``LeastLoadedNodeProvider``), and after a connection failure or request timeout to one
+chosen again, until ``default.api.timeout.ms`` has passed since the call began (Kafka's
+``Call`` retried on a disconnect until its deadline): a broker that stopped answering
+costs one request timeout, not every call to it. Metadata asks the least loaded known
+broker first, then the other known brokers and the bootstrap servers, once each.
+
 This class holds the routing, topics, configs and group descriptions; the group
 listings and offsets are mixed in from :mod:`._admin_groups`, the partition and
 cluster calls (offsets, log dirs, elections, reassignments, the quorum) from
@@ -40,6 +48,7 @@ from collections.abc import (
 from contextlib import asynccontextmanager
 from typing import TypeVar
 
+import trio
 from kio.schema.alter_configs.v1.response import AlterConfigsResponse
 from kio.schema.create_partitions.v1.request import (
     CreatePartitionsRequest,
@@ -78,8 +87,10 @@ from minikafka.net import (
     AuthenticationFailed,
     ClientError,
     ClientSecurity,
+    DisconnectedError,
     NetworkClient,
     Node,
+    RequestTimedOut,
     api_name,
 )
 
@@ -111,14 +122,19 @@ from ._admin_types import (
     member_partitions,
 )
 from ._config import _bootstrap
+from ._least_loaded import LeastLoaded
 from ._message import TRANSPORT, KafkaError, KafkaException
 from ._metadata import bootstrap_nodes
 
 R = TypeVar("R", bound=ResponsePayload)
 V = TypeVar("V")
 
-ADMIN_KEYS = frozenset({"bootstrap.servers", "client.id", "request.timeout.ms"})
+ADMIN_KEYS = frozenset(
+    {"bootstrap.servers", "client.id", "request.timeout.ms", "default.api.timeout.ms"}
+)
 DEFAULT_REQUEST_TIMEOUT_MS = 30_000  # request.timeout.ms
+DEFAULT_API_TIMEOUT_MS = 60_000  # default.api.timeout.ms: a whole call, its retries too
+RETRY_BACKOFF = 0.1  # retry.backoff.ms: before asking another broker
 GROUP_KEY_TYPE = 0  # FindCoordinator: a group, not a transactional id
 
 
@@ -136,16 +152,28 @@ def admin_config(config: Mapping[str, object]) -> tuple[tuple[Node, ...], str, i
         servers = _bootstrap(config.get("bootstrap.servers"))
     except ValueError as exc:
         raise ConfigError("bootstrap.servers", f"invalid value: {exc}") from None
-    raw_timeout = str(config.get("request.timeout.ms", DEFAULT_REQUEST_TIMEOUT_MS))
-    if not raw_timeout.isdigit() or int(raw_timeout) <= 0:
-        raise ConfigError(
-            "request.timeout.ms", f"invalid value {raw_timeout!r}: expected ms > 0"
-        )
+    api_timeout_ms(config)  # refused here, naming the key
     return (
         bootstrap_nodes(servers),
         str(config.get("client.id", "minikafka-admin")),
-        int(raw_timeout),
+        _positive_ms(config, "request.timeout.ms", DEFAULT_REQUEST_TIMEOUT_MS),
     )
+
+
+def api_timeout_ms(config: Mapping[str, object]) -> int:
+    """``default.api.timeout.ms``: how long a call may take, its retries included; never
+    less than ``request.timeout.ms`` (Kafka's Admin raises it to that, with a warning)."""
+    return max(
+        _positive_ms(config, "default.api.timeout.ms", DEFAULT_API_TIMEOUT_MS),
+        _positive_ms(config, "request.timeout.ms", DEFAULT_REQUEST_TIMEOUT_MS),
+    )
+
+
+def _positive_ms(config: Mapping[str, object], key: str, default: int) -> int:
+    raw = str(config.get(key, default))
+    if not raw.isdigit() or int(raw) <= 0:
+        raise ConfigError(key, f"invalid value {raw!r}: expected ms > 0")
+    return int(raw)
 
 
 def admin_security(config: Mapping[str, object]) -> ClientSecurity | None:
@@ -168,6 +196,10 @@ def metadata_request(
     )
 
 
+# A connection that failed or a request not answered in time: another broker may answer.
+_RETRIABLE = (DisconnectedError, RequestTimedOut, OSError)
+
+
 class AsyncAdminClient(GroupOffsetsAdmin, ClusterAdmin, TransactionsAdmin):
     """``async with AsyncAdminClient.open({"bootstrap.servers": ...}) as admin``."""
 
@@ -176,12 +208,15 @@ class AsyncAdminClient(GroupOffsetsAdmin, ClusterAdmin, TransactionsAdmin):
         client: NetworkClient,
         bootstrap: tuple[Node, ...],
         request_timeout_ms: int,
+        api_timeout_ms: int = DEFAULT_API_TIMEOUT_MS,
     ) -> None:
         self.client = client
         self.bootstrap = bootstrap
         self.request_timeout_ms = request_timeout_ms
+        self.api_timeout_ms = api_timeout_ms
         self.brokers: dict[int, Node] = {}  # from the last Metadata answer
         self.controller_id = -1
+        self._least_loaded = LeastLoaded()
 
     @classmethod
     @asynccontextmanager
@@ -195,7 +230,7 @@ class AsyncAdminClient(GroupOffsetsAdmin, ClusterAdmin, TransactionsAdmin):
             security=admin_security(config),
         ) as client:
             try:
-                yield cls(client, bootstrap, timeout_ms)
+                yield cls(client, bootstrap, timeout_ms, api_timeout_ms(config))
             finally:
                 client.close()
 
@@ -223,6 +258,37 @@ class AsyncAdminClient(GroupOffsetsAdmin, ClusterAdmin, TransactionsAdmin):
             )
         return response
 
+    def least_loaded(self) -> Node:
+        """The known broker (a bootstrap server before any is known) to send a request
+        any broker can answer: the least loaded (Kafka's ``leastLoadedNode``)."""
+        nodes = list(self.brokers.values()) or list(self.bootstrap)
+        return self._least_loaded.choose(nodes, self.client.load, trio.current_time())
+
+    async def at_any_broker(self, call: Callable[[Node], Awaitable[V]]) -> V:
+        """``call(node)`` on the least loaded broker; after a connection failure or a
+        request timeout there, on one chosen again, until ``default.api.timeout.ms``
+        has passed since the first try: then REQUEST_TIMED_OUT, naming the last
+        failure. What the broker answers, errors included, is ``call``'s to judge."""
+        deadline = trio.current_time() + self.api_timeout_ms / 1000
+        failure = "no broker tried"
+        while trio.current_time() < deadline:
+            node = self.least_loaded()
+            with trio.move_on_at(deadline):
+                try:
+                    return await call(node)
+                except KafkaException as e:
+                    if not isinstance(e.__cause__, _RETRIABLE):
+                        raise
+                    failure = e.args[0].str()
+                await trio.sleep(RETRY_BACKOFF)  # as retry.backoff.ms
+        raise KafkaException(
+            KafkaError(
+                ErrorCode.request_timed_out,
+                f"no answer within default.api.timeout.ms "
+                f"({self.api_timeout_ms} ms): {failure}",
+            )
+        )
+
     async def metadata(
         self,
         topics: Sequence[str] | None = None,
@@ -235,7 +301,9 @@ class AsyncAdminClient(GroupOffsetsAdmin, ClusterAdmin, TransactionsAdmin):
             topics, allow_auto_topic_creation=allow_auto_topic_creation
         )
         failure: KafkaException | None = None
-        for node in (*self.brokers.values(), *self.bootstrap):
+        first = self.least_loaded()
+        known = (first, *(n for n in self.brokers.values() if n != first))
+        for node in dict.fromkeys((*known, *self.bootstrap)):
             try:
                 response = await self.request(node, body, MetadataResponse)
             except KafkaException as e:
@@ -263,9 +331,10 @@ class AsyncAdminClient(GroupOffsetsAdmin, ClusterAdmin, TransactionsAdmin):
 
     async def controller(self) -> Node:
         """Where Kafka's Admin sends CreateTopics and its kin: the controller the
-        metadata names, else a bootstrap server."""
+        metadata names, else the least loaded broker (a KRaft broker forwards them to
+        the active controller, KIP-590)."""
         await self.metadata([])
-        return self.brokers.get(self.controller_id, self.bootstrap[0])
+        return self.brokers.get(self.controller_id) or self.least_loaded()
 
     async def find_coordinator(
         self, group: str, key_type: int = GROUP_KEY_TYPE
@@ -273,13 +342,15 @@ class AsyncAdminClient(GroupOffsetsAdmin, ClusterAdmin, TransactionsAdmin):
         """The group's coordinator, the broker leading the group's ``__consumer_offsets``
         partition (FindCoordinator to any broker; ``key_type`` 1: a transactional id's,
         leading its ``__transaction_state`` partition); KafkaException with its error
-        (COORDINATOR_NOT_AVAILABLE while that partition has no leader)."""
+        (COORDINATOR_NOT_AVAILABLE while that partition has no leader). Any broker
+        answers: the least loaded, another after a failure (:meth:`at_any_broker`)."""
         if not self.brokers:
-            # any broker answers: learn them from the bootstrap list
+            # learn the brokers from the bootstrap list
             await self.metadata([])
-        node = next(iter(self.brokers.values()), self.bootstrap[0])
         body = FindCoordinatorRequest(key=group, key_type=i8(key_type))
-        response = await self.request(node, body, FindCoordinatorResponse)
+        response = await self.at_any_broker(
+            lambda node: self.request(node, body, FindCoordinatorResponse)
+        )
         if response.error_code != ErrorCode.none:
             kind = "group" if key_type == GROUP_KEY_TYPE else "transactional id"
             message = response.error_message or f"FindCoordinator of {kind} '{group}'"

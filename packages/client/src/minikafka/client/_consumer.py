@@ -358,8 +358,9 @@ async def consumer_network(
 ) -> AsyncIterator[tuple[NetworkClient, NetworkClient]]:
     """A consumer's two NetworkClients: one for fetches and offsets, whose requests may be
     held ``fetch.max.wait.ms`` by the broker on top of ``request.timeout.ms``, and one for
-    the group's requests (:func:`group_request_timeout`), so a silent broker fails a Fetch
-    long before a JoinGroup's wait would."""
+    the group's requests, with ``request.timeout.ms`` (a JoinGroup alone waits longer,
+    :func:`._group_wire.request_timeout_of`), so a coordinator that stops answering is
+    noticed after ``request.timeout.ms`` and no Fetch delays a heartbeat."""
     async with (
         NetworkClient.open(
             client_id=config.client_id,
@@ -369,17 +370,11 @@ async def consumer_network(
         ) as client,
         NetworkClient.open(
             client_id=config.client_id,
-            request_timeout=group_request_timeout(config),
+            request_timeout=config.request_timeout_ms / 1000,
             security=config.security,
         ) as group_client,
     ):
         yield client, group_client
-
-
-def group_request_timeout(config: ConsumerConfig) -> float:
-    """Seconds a group request may take: a JoinGroup waits for the whole group to rejoin,
-    up to the rebalance timeout (``max.poll.interval.ms``), and a little more."""
-    return (max(config.request_timeout_ms, config.max_poll_interval_ms) + 5_000) / 1000
 
 
 def consumer_cores(

@@ -86,6 +86,7 @@ from ._group_wire import (
     heartbeat_assignment,
     heartbeat_body,
     names_unknown_topic,
+    request_timeout_of,
     topic_ids_from,
     topic_ids_request,
 )
@@ -112,10 +113,10 @@ class ConsumerShell:
     _refresher: MetadataRefresher | None = None
     _coordinator_node: Node | None = None
     _nursery: trio.Nursery | None = None
-    # The group's requests on a client of their own: a JoinGroup is answered only when
-    # the whole group has rejoined (up to the rebalance timeout, max.poll.interval.ms),
-    # while a Fetch to a silent broker must fail after request.timeout.ms (Kafka's
-    # consumer gives JoinGroup its own, longer, timeout the same way). None: ``client``.
+    # The group's requests on a client of their own, with request.timeout.ms: a Fetch
+    # the broker holds for fetch.max.wait.ms delays none of them. A JoinGroup, answered
+    # only when the whole group has rejoined, gets its own longer timeout
+    # (:func:`request_timeout_of`). None: ``client``.
     group_client: NetworkClient | None = None
     # The Fetcher's errors (its results' replies), for the application's next poll.
     errors: list[KafkaError] = attrs.field(factory=list)
@@ -414,14 +415,17 @@ class ConsumerShell:
                     await self._learn_topic_ids({tp.topic for tp in request.owned})
                     ids = {name: i for i, name in self._topic_names.items()}
                 body = heartbeat_body(request, ids)
-            # FindCoordinator goes to any broker within request.timeout.ms (as in Kafka;
-            # plus fetch.max.wait.ms): the group's client waits as long as a JoinGroup.
+            # FindCoordinator goes to any broker, the rest on the coordinator's own
+            # connection, in order; a JoinGroup alone may wait a whole rebalance.
             client = (
                 self.client
                 if isinstance(request, FindCoordinator)
                 else self.group_client or self.client
             )
-            response = await client.send(node, body)
+            timeout = request_timeout_of(
+                request, self.fetcher.config.request_timeout_ms
+            )
+            response = await client.send(node, body, request_timeout=timeout)
             if isinstance(
                 response, ConsumerGroupHeartbeatResponse
             ) and names_unknown_topic(response, self._topic_names):

@@ -156,6 +156,22 @@ def topic_ids_from(response: MetadataResponse) -> dict[uuid.UUID, str]:
     }
 
 
+JOIN_GROUP_TIMEOUT_LAPSE_MS = 5_000  # Kafka's AbstractCoordinator: small delays
+
+
+def request_timeout_of(request: GroupRequest, request_timeout_ms: int) -> float | None:
+    """Seconds ``request`` may wait for its answer, None: ``request.timeout.ms`` as
+    every group request but one. A JoinGroup is answered only when the whole group has
+    rejoined, up to its rebalance timeout: it waits that long and a little more, as in
+    Kafka's ``AbstractCoordinator.sendJoinGroupRequest``. A heartbeat, commit or any
+    other request to a coordinator that stopped answering fails after
+    ``request.timeout.ms`` and the coordinator is looked up again."""
+    if not isinstance(request, JoinGroup):
+        return None
+    lapse = request.rebalance_timeout_ms + JOIN_GROUP_TIMEOUT_LAPSE_MS
+    return max(request_timeout_ms, lapse) / 1000
+
+
 def group_request_body(
     request: GroupRequest, require_stable: bool = False
 ) -> RequestPayload:

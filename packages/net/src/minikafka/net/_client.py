@@ -357,19 +357,37 @@ class NetworkClient:
         return (await self._connection(node)).api_versions
 
     async def send(
-        self, node: Node, body: RequestPayload, *, expect_response: bool = True
+        self,
+        node: Node,
+        body: RequestPayload,
+        *,
+        expect_response: bool = True,
+        request_timeout: float | None = None,
     ) -> ResponsePayload | None:
         """Send ``body`` (its kio class fixes API and version) and wait for the
         response.
 
         ``expect_response=False`` is for requests the broker does not answer (acks=0
-        produce): the call returns once the request is written.
+        produce): the call returns once the request is written. ``request_timeout``:
+        the seconds this request may wait for its answer, if not the client's (Kafka's
+        ``NetworkClient.send`` with a request's own ``requestTimeoutMs``: a consumer's
+        JoinGroup, which the coordinator holds until the group has rejoined).
         """
-        pending = await self.enqueue(node, body, expect_response=expect_response)
+        pending = await self.enqueue(
+            node,
+            body,
+            expect_response=expect_response,
+            request_timeout=request_timeout,
+        )
         return await pending.response()
 
     async def enqueue(
-        self, node: Node, body: RequestPayload, *, expect_response: bool = True
+        self,
+        node: Node,
+        body: RequestPayload,
+        *,
+        expect_response: bool = True,
+        request_timeout: float | None = None,
     ) -> PendingRequest:
         """Queue ``body`` on the connection to ``node`` (connecting first if need be) and
         return without waiting for the response: what a producer's Sender needs, whose
@@ -384,7 +402,10 @@ class NetworkClient:
             raise UnsupportedVersionError(
                 f"node {node.node_id} does not serve {api_name(api_key)} v{api_version}"
             )
-        return self._enqueue_on(connection, body, expect_response)
+        pending = self._enqueue_on(connection, body, expect_response)
+        if request_timeout is not None:
+            pending.timeout = request_timeout
+        return pending
 
     async def _send_on(
         self,
@@ -545,6 +566,8 @@ class PendingRequest:
     _client: NetworkClient
     _connection: _NodeConnection
     _item: _InFlight
+    timeout: float | None = None
+    """Seconds to wait for the answer; None: the client's ``request_timeout``."""
 
     async def response(self) -> ResponsePayload | None:
         """Wait for the response (None for a request the broker does not answer); raises
@@ -552,14 +575,15 @@ class PendingRequest:
         closed, as in Kafka's ``NetworkClient.handleTimedOutRequests``, failing everything
         else in flight on it."""
         item, connection = self._item, self._connection
-        with trio.move_on_after(self._client.request_timeout) as scope:
+        timeout = self._client.request_timeout if self.timeout is None else self.timeout
+        with trio.move_on_after(timeout) as scope:
             await item.done.wait()
         if scope.cancelled_caught and not item.done.is_set():
             self._client._drop(
                 connection,
                 RequestTimedOut(
                     f"{api_name(item.api_key)} to node {connection.node.node_id} timed out "
-                    f"after {self._client.request_timeout}s"
+                    f"after {timeout}s"
                 ),
             )
         if not item.done.is_set():  # the connection went without failing this item

@@ -151,6 +151,8 @@ class MemberState(enum.Enum):
 
 _HEARTBEATING = frozenset({MemberState.STABLE, MemberState.PREPARING})
 """The states in which the member heartbeats (PREPARING: on_revoke not run yet)."""
+_REBALANCING = frozenset({MemberState.JOINING, MemberState.SYNCING})
+"""A JoinGroup or SyncGroup in flight: the member's commits fail (REBALANCE_IN_PROGRESS)."""
 
 
 @attrs.define
@@ -267,6 +269,15 @@ class ConsumerCoordinator:
                     now + self.config.auto_commit_interval_ms / 1000
                 )
                 self.commit(self.subscriptions.positions(), now)
+        if self.state in _REBALANCING:
+            # Kafka's ConsumerCoordinator.sendOffsetCommitRequest: no commit while the
+            # member rejoins, failed at once with REBALANCE_IN_PROGRESS. Sent, it would
+            # wait behind the JoinGroup on the coordinator's connection (answered in
+            # order), and its request.timeout.ms would close that connection and the
+            # JoinGroup, which may wait the whole rebalance timeout, with it.
+            for commit in self._pending_commits:
+                self.commit_results[commit.commit_id] = ErrorCode.rebalance_in_progress
+            self._pending_commits.clear()
         out.extend(self._pending_commits)
         self._pending_commits.clear()
         return CoreResult(messages=tuple(out))
