@@ -17,7 +17,7 @@
    faults, the operations' outcomes and the anomalies over time), and keep
    ``cluster/`` (its nodes' logs and ``traces/``) to ``OUT``; the exit status is 1 on
    any anomaly, 2 if the run itself went wrong (a worker died, a node crashed, the
-   cluster never whole again).
+   cluster never whole again, a partition that could not be read back).
 """
 
 from __future__ import annotations
@@ -47,13 +47,27 @@ from .faults import (
     PROCESS_KINDS,
     Injector,
 )
-from .history import Op, TransactionalFinal, encode_final_state, format_history
+from .history import (
+    Op,
+    Record,
+    TopicPartition,
+    TransactionalFinal,
+    encode_final_state,
+    format_history,
+)
 from .nemesis import ZOOKEEPER_KINDS, Options, Topology, schedule
 from .netcluster import bootstrap, place
 from .netns import Network
 from .traces import TRACE_ANOMALY_KINDS, TraceAnomaly, check_traces, kept_records
 from .transactions import SINK, Transformer, read_back_transactions
-from .workload import CLIENT, GroupConsumer, Producer, Recorder, read_back, stop_all
+from .workload import (
+    CLIENT,
+    GroupConsumer,
+    Producer,
+    Recorder,
+    read_back_readable,
+    stop_all,
+)
 from .writers import read_writers
 
 SETTINGS = {
@@ -188,6 +202,23 @@ def _whole(servers: str, partitions: int, deadline: float) -> bool:
     return False
 
 
+def settle_and_read(
+    servers: str, partitions: int, notes: list[str]
+) -> tuple[dict[TopicPartition, tuple[Record, ...]], list[TopicPartition], float]:
+    """After healing: the wait for every partition's whole ISR, then the read-back, each
+    within :data:`SETTLE` of its own (a replica left on a broker gone for good keeps an
+    ISR short forever, yet the partition is readable); the final state, the partitions
+    that could not be read back (each named in ``notes``, with why), and the read-back's
+    deadline."""
+    if not _whole(servers, partitions, time.monotonic() + SETTLE):
+        notes.append("not every partition had its whole ISR again after healing")
+    deadline = time.monotonic() + SETTLE
+    final, unreadable = read_back_readable(servers, TOPIC, partitions, deadline)
+    notes += unreadable
+    unread = [(TOPIC, p) for p in range(partitions) if (TOPIC, p) not in final]
+    return final, unread, deadline
+
+
 def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
     """One run; its summary printed to ``out``; 1 on any anomaly, else 2 if the run
     itself went wrong (a worker died, a node crashed, the cluster was not whole again:
@@ -270,10 +301,7 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
         if rest > 0:
             time.sleep(rest)  # the schedule's quiet end: the workloads run whole
         notes += stop_all(workers, timeout=180.0)
-        deadline = time.monotonic() + SETTLE
-        if not _whole(servers, opts.partitions, deadline):
-            notes.append("not every partition had its whole ISR again after healing")
-        final = read_back(servers, TOPIC, opts.partitions, deadline)
+        final, unread, deadline = settle_and_read(servers, opts.partitions, notes)
         if opts.transactions:
             transactions, open_ = read_back_transactions(
                 servers, TOPIC, opts.partitions, deadline
@@ -297,7 +325,7 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
     )
     records = kept_records(read_trace(cluster.root / "traces"))
     writers = read_writers(cluster.root, TOPIC)
-    report = check(ops, final, records, writers, transactions)
+    report = check(ops, final, records, writers, transactions, unread)
     traced = check_traces(records, ops)
     faults = [r.to_json() for r in injector.done]
     marks = timeline.anomaly_marks(ops, report.anomalies, traced)

@@ -21,9 +21,11 @@ without sending them. DeleteRecords is v2, the version Kafka 4's Admin sends.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from types import ModuleType
+from typing import Any
 
+import trio
 from kio.schema.alter_partition_reassignments import v0 as alter_v0
 from kio.schema.alter_partition_reassignments import v1 as alter_v1
 from kio.schema.delete_records.v2 import request as delete_records
@@ -80,6 +82,67 @@ CONTROLLER_ENDPOINTS = 2
 NO_EPOCH = -1
 MAX_TIMESTAMP_VERSION = 7  # ListOffsets' first version with OffsetSpec.max_timestamp()
 Partitions = dict[TopicPartitionKey, KafkaError | None]
+
+
+RETRY_BACKOFF_S = 0.1  # retry.backoff.ms
+
+
+async def _to_controller(
+    admin: AdminPort,
+    ask: Callable[[], Awaitable[Any]],
+    error_of: Callable[[Any], ErrorCode],
+) -> Any:
+    """``ask()`` the controller again while it answers NOT_CONTROLLER or cannot be
+    reached (it moved, or is being elected), with fresh metadata each time, within the
+    request timeout; the last answer then. Kafka's ``KafkaAdminClient`` retries a
+    controller call so (``handleNotControllerError``, and a lost connection retried
+    until ``default.api.timeout.ms``), so a tool does not fail for a controller change
+    it could have waited out."""
+    with trio.move_on_after(admin._timeout().total_seconds()):
+        while True:
+            try:
+                answer = await ask()
+            except KafkaException as e:
+                if e.args[0].code() != TRANSPORT:
+                    raise
+            else:
+                if error_of(answer) != ErrorCode.not_controller:
+                    return answer
+            await trio.sleep(RETRY_BACKOFF_S)
+    return await ask()
+
+
+async def _alter_reassignments(
+    admin: AdminPort,
+    controller: Node,
+    wanted: Mapping[TopicPartitionKey, Sequence[int] | None],
+    v1: bool,
+    allow_replication_factor_change: bool,
+) -> Any:
+    """One AlterPartitionReassignments to ``controller`` (v1 if it serves it)."""
+    alter: ModuleType = alter_v1.request if v1 else alter_v0.request
+    flag = {"allow_replication_factor_change": allow_replication_factor_change}
+    body = alter.AlterPartitionReassignmentsRequest(
+        timeout=admin._timeout(),
+        topics=tuple(
+            alter.ReassignableTopic(
+                name=TopicName(t),
+                partitions=tuple(
+                    alter.ReassignablePartition(
+                        partition_index=i32(p),
+                        replicas=_replicas(wanted[TopicPartitionKey(t, p)]),
+                    )
+                    for p in ps
+                ),
+            )
+            for t, ps in by_topic(list(wanted)).items()
+        ),
+        **(flag if v1 else {}),
+    )
+    answer: ModuleType = alter_v1.response if v1 else alter_v0.response
+    return await admin.request(
+        controller, body, answer.AlterPartitionReassignmentsResponse
+    )
 
 
 def _raise_for(code: ErrorCode, message: str | None) -> None:
@@ -280,41 +343,37 @@ class ClusterAdmin:
         v1, which a controller that does not serve it cannot honour, so every partition
         then gets UNSUPPORTED_VERSION, as Kafka's client throws."""
         wanted = {key(tp): target for tp, target in reassignments.items()}
-        controller = await self.controller()
-        served = await self.client.api_versions(controller)
-        v1 = served.get(ApiKey.ALTER_PARTITION_REASSIGNMENTS, (0, 0))[1] >= 1
-        if not v1 and not allow_replication_factor_change:
+
+        async def ask() -> Any:
+            controller = await self.controller()
+            try:
+                served = await self.client.api_versions(controller)
+            except (ClientError, OSError) as e:
+                text = (
+                    f"AlterPartitionReassignments to {describe_where(controller)}: {e}"
+                )
+                raise KafkaException(KafkaError(TRANSPORT, text)) from e
+            v1 = served.get(ApiKey.ALTER_PARTITION_REASSIGNMENTS, (0, 0))[1] >= 1
+            if not v1 and not allow_replication_factor_change:
+                return controller  # the KIP-860 check needs v1: refused below
+            return await _alter_reassignments(
+                self, controller, wanted, v1, allow_replication_factor_change
+            )
+
+        response = await _to_controller(
+            self,
+            ask,
+            lambda r: r.error_code if hasattr(r, "error_code") else ErrorCode.none,
+        )
+        if isinstance(response, Node):
             text = (
                 "allow_replication_factor_change=False needs AlterPartition"
-                f"Reassignments v1 (KIP-860), which node {controller.node_id} does "
+                f"Reassignments v1 (KIP-860), which node {response.node_id} does "
                 "not serve"
             )
             return {
                 tp: KafkaError(ErrorCode.unsupported_version, text) for tp in wanted
             }
-        alter: ModuleType = alter_v1.request if v1 else alter_v0.request
-        flag = {"allow_replication_factor_change": allow_replication_factor_change}
-        body = alter.AlterPartitionReassignmentsRequest(
-            timeout=self._timeout(),
-            topics=tuple(
-                alter.ReassignableTopic(
-                    name=TopicName(t),
-                    partitions=tuple(
-                        alter.ReassignablePartition(
-                            partition_index=i32(p),
-                            replicas=_replicas(wanted[TopicPartitionKey(t, p)]),
-                        )
-                        for p in ps
-                    ),
-                )
-                for t, ps in by_topic(list(wanted)).items()
-            ),
-            **(flag if v1 else {}),
-        )
-        answer: ModuleType = alter_v1.response if v1 else alter_v0.response
-        response = await self.request(
-            controller, body, answer.AlterPartitionReassignmentsResponse
-        )
         _raise_for(response.error_code, response.error_message)
         return {
             TopicPartitionKey(str(t.name), int(p.partition_index)): error_or_none(

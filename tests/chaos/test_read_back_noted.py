@@ -1,0 +1,118 @@
+"""The run's end when a partition cannot be read back (chaos seed 133): the wait for a
+whole ISR and the read-back each get their own time, a partition that still cannot be
+read is named in a note (the run then exits 2, its history and summary written) and
+left out of the final state, and the checker does not take its missing log for an
+empty one. Unit level: the cluster is replaced by fakes, the clock by a counter."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from chaos import runner, workload
+from chaos.checker import check
+from chaos.history import Op, Record
+
+PARTITIONS = 4
+
+
+class Clock:
+    """``time.monotonic`` for the run's end: moves only when a fake spends time."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def fake_read(
+    clock: Clock, unreadable: frozenset[int] = frozenset()
+) -> Callable[[str, str, int, float], tuple[Record, ...]]:
+    """``_read_partition`` as the real one ends: records up to the high watermark, or
+    the AssertionError it raises once ``deadline`` has passed before it read them."""
+
+    def read(
+        bootstrap: str, topic: str, partition: int, deadline: float
+    ) -> tuple[Record, ...]:
+        if partition in unreadable or clock() > deadline:
+            raise AssertionError(f"read 0 records of {topic}-{partition} up to 13450")
+        return ((0, 100 + partition),)
+
+    return read
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    ticking = Clock()
+    monkeypatch.setattr(time, "monotonic", ticking)
+    return ticking
+
+
+def test_a_whole_isr_wait_that_ran_out_leaves_the_read_back_its_own_time(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seed 133: the wait for three in-sync replicas spent the whole SETTLE (a replica
+    was left on brokers shut down for good) and the read-back, given the same deadline,
+    found it passed before reading a record. Each now has its own."""
+
+    def whole_never(servers: str, partitions: int, deadline: float) -> bool:
+        clock.now = deadline + 0.5  # polled until its deadline, in vain
+        return False
+
+    monkeypatch.setattr(runner, "_whole", whole_never)
+    monkeypatch.setattr(workload, "_read_partition", fake_read(clock))
+    notes: list[str] = []
+    final, unread, deadline = runner.settle_and_read("servers", PARTITIONS, notes)
+    assert notes == ["not every partition had its whole ISR again after healing"]
+    assert unread == []
+    assert sorted(final) == [(runner.TOPIC, p) for p in range(PARTITIONS)]
+    assert deadline > clock()  # the transactional read-back's time is not spent either
+
+
+def test_a_partition_that_cannot_be_read_back_is_named_not_a_crash(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The read-back of one partition failing no longer raises out of the run: the
+    others are read, and a note says which partition and why (notes make the exit
+    status 2)."""
+    monkeypatch.setattr(runner, "_whole", lambda servers, partitions, deadline: True)
+    monkeypatch.setattr(
+        workload, "_read_partition", fake_read(clock, unreadable=frozenset({0}))
+    )
+    notes: list[str] = []
+    final, unread, _ = runner.settle_and_read("servers", PARTITIONS, notes)
+    assert unread == [(runner.TOPIC, 0)]
+    assert sorted(final) == [(runner.TOPIC, p) for p in range(1, PARTITIONS)]
+    assert notes == [
+        "chaos-0 could not be read back (read 0 records of chaos-0 up to 13450): "
+        "its final log is not checked"
+    ]
+
+
+def _send(index: int, partition: int, value: int) -> Op:
+    return Op(
+        index=index,
+        kind="send",
+        outcome="ok",
+        invoke=float(index),
+        complete=index + 0.5,
+        process=0,
+        topic=runner.TOPIC,
+        partition=partition,
+        value=value,
+        offset=0,
+    )
+
+
+def test_an_unread_partition_is_not_checked_as_empty() -> None:
+    """A partition left out of the final state because it could not be read back
+    does not turn every write acknowledged on it into a ``lost`` anomaly; the same
+    partition read back empty does."""
+    ops = [_send(0, 0, 100), _send(1, 1, 101)]
+    final = {(runner.TOPIC, 1): ((0, 101),)}
+    assert check(ops, final, unread=[(runner.TOPIC, 0)]).anomalies == ()
+    lost = check(ops, {**final, (runner.TOPIC, 0): ()}).anomalies
+    assert [(a.kind, a.partition) for a in lost] == [("lost", 0)]
