@@ -9,7 +9,8 @@ membership heal left replicas on brokers shut down for good)."""
 from __future__ import annotations
 
 import datetime
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import pytest
 import trio
@@ -22,6 +23,8 @@ from minikafka.client import KafkaException
 from minikafka.client._admin_cluster import ClusterAdmin
 from minikafka.common import TopicPartition
 from minikafka.net import ApiKey, ClientError, Node
+
+V = TypeVar("V")
 
 DEAD, MOVED, ELECTED = (Node(n, "127.0.0.1", 9090 + n) for n in (0, 1, 3))
 
@@ -99,6 +102,9 @@ class ElectingCluster(ClusterAdmin):
 
     async def find_coordinator(self, group: str, key_type: int = 0) -> Node:
         raise AssertionError("the reassignment asks the controller, not a coordinator")
+
+    async def at_any_broker(self, call: Callable[[Node], Awaitable[V]]) -> V:
+        raise AssertionError("the reassignment asks the controller, not any broker")
 
     async def request(self, node: Node, body: Any, response_type: type[Any]) -> Any:
         self.sent.append(node.node_id)

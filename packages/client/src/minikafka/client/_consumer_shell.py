@@ -31,8 +31,6 @@ from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v11.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.fetch.v11.response import FetchResponse
 from kio.schema.find_coordinator.v2.response import FindCoordinatorResponse
-from kio.schema.heartbeat.v3.response import HeartbeatResponse
-from kio.schema.join_group.v5.response import JoinGroupResponse
 from kio.schema.list_offsets.v5.request import (
     ListOffsetsPartition,
     ListOffsetsRequest,
@@ -40,21 +38,12 @@ from kio.schema.list_offsets.v5.request import (
 )
 from kio.schema.list_offsets.v5.response import ListOffsetsResponse
 from kio.schema.metadata.v12.response import MetadataResponse
-from kio.schema.offset_commit.v7.response import OffsetCommitResponse
-from kio.schema.offset_commit.v9.response import (
-    OffsetCommitResponse as MemberEpochCommitResponse,
-)
-from kio.schema.offset_fetch.v5.response import OffsetFetchResponse
-from kio.schema.offset_fetch.v7.response import (
-    OffsetFetchResponse as StableOffsetFetchResponse,
-)
 from kio.schema.offset_for_leader_epoch.v3.request import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderPartition,
     OffsetForLeaderTopic,
 )
 from kio.schema.offset_for_leader_epoch.v3.response import OffsetForLeaderEpochResponse
-from kio.schema.sync_group.v3.response import SyncGroupResponse
 from kio.schema.types import BrokerId, TopicName
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
@@ -66,7 +55,6 @@ from minikafka.coordination.member import (
     ConsumerProtocolMember,
     FindCoordinator,
     GroupRequest,
-    JoinMember,
     LeaveGroup,
     OffsetCommit,
 )
@@ -81,6 +69,7 @@ from ._fetcher import (
     ListOffsetsPlan,
     OffsetsForLeaderEpochPlan,
 )
+from ._group_answers import deliver_answer
 from ._group_wire import (
     group_request_body,
     heartbeat_assignment,
@@ -457,8 +446,9 @@ class ConsumerShell:
     def _decode(
         self, request: GroupRequest, response: object, now: float
     ) -> GroupRequest | None:
-        """Hand an answer to the coordinator; a request that must follow on the same
-        connection at once (the SyncGroup after a JoinGroup)."""
+        """Hand an answer to the coordinator (the classic protocol's through
+        :func:`deliver_answer`); a request that must follow on the same connection at
+        once (the SyncGroup after a JoinGroup)."""
         coordinator = self.coordinator
         assert coordinator is not None
         if isinstance(response, FindCoordinatorResponse):
@@ -472,27 +462,6 @@ class ConsumerShell:
                     node_id, Node(node_id, response.host, int(response.port))
                 )
             coordinator.on_find_coordinator(error, int(response.node_id), now)
-        elif isinstance(response, JoinGroupResponse):
-            members = [
-                JoinMember(m.member_id, m.group_instance_id, bytes(m.metadata))
-                for m in response.members
-            ]
-            assert isinstance(coordinator, ConsumerCoordinator)
-            result = coordinator.on_join(
-                int(response.error_code),
-                int(response.generation_id),
-                response.protocol_name,
-                response.leader,
-                response.member_id,
-                members,
-                now,
-            )
-            return result.messages[0] if result.messages else None
-        elif isinstance(response, SyncGroupResponse):
-            assert isinstance(coordinator, ConsumerCoordinator)
-            coordinator.on_sync(
-                int(response.error_code), bytes(response.assignment), now
-            )
         elif isinstance(response, ConsumerGroupHeartbeatResponse):
             assert isinstance(coordinator, ConsumerProtocolMember)
             assignment = heartbeat_assignment(response, self._topic_names)
@@ -514,23 +483,8 @@ class ConsumerShell:
                 # Kafka's consumer raises this from poll: the member will not go on.
                 self._fatal_reported = True
                 self.errors.append(KafkaError(*coordinator.fatal, fatal=True))
-        elif isinstance(response, HeartbeatResponse):
-            assert isinstance(coordinator, ConsumerCoordinator)
-            coordinator.on_heartbeat(int(response.error_code), now)
-        elif isinstance(response, OffsetFetchResponse | StableOffsetFetchResponse):
-            offsets = {
-                TopicPartition(str(t.name), int(p.partition_index)): (
-                    int(p.error_code) or int(response.error_code),
-                    int(p.committed_offset),
-                )
-                for t in response.topics
-                for p in t.partitions
-            }
-            coordinator.on_offset_fetch(offsets, now)
-        elif isinstance(response, OffsetCommitResponse | MemberEpochCommitResponse):
-            assert isinstance(request, OffsetCommit)
-            errors = [int(p.error_code) for t in response.topics for p in t.partitions]
-            coordinator.on_commit(request.commit_id, errors, now)
+        else:
+            return deliver_answer(coordinator, request, response, now)
         return None
 
     async def _learn_topic_ids(self, topics: Iterable[str] | None = None) -> None:

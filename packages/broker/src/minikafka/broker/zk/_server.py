@@ -302,10 +302,8 @@ class ZkBrokerServer:
                 try:
                     await self._start_up(nursery)
                 except (SessionExpiredError, ConnectionLoss):
-                    # ZooKeeper stopped answering mid-start-up, for longer than the
-                    # session (a paused or overloaded server): as Kafka's broker, whose
-                    # start-up fails on a SESSIONEXPIRED answer, stop, in one line: the
-                    # user's (or a supervisor's) to start again once it answers.
+                    # ZooKeeper silent past the session mid-start-up: Kafka's start-up
+                    # fails on SESSIONEXPIRED too. One line; a supervisor restarts it.
                     raise ConnectionError(
                         f"no ZooKeeper answered at {ZOOKEEPER_CONNECT}={self.zk.hosts} "
                         "while starting: the session expired"
@@ -380,9 +378,7 @@ class ZkBrokerServer:
                 await self._on_zookeeper_event(event, session)
 
     async def _start_up(self, nursery: trio.Nursery) -> None:
-        """The start-up steps that read and write ZooKeeper, in order, up to the
-        controller's first word: configs and security followed, the listener open,
-        this broker registered and its session's events handled."""
+        """The start-up steps that use ZooKeeper, up to the controller's first word."""
         # Before the controller knows this broker (it would send LeaderAndIsr,
         # whose topics' configs are read then): every change after that read is
         # a notification this broker handles.
