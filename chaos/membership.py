@@ -11,7 +11,9 @@ operator grows or shrinks a Kafka cluster.
   replica at position P mod RF, so a preferred leader moves too), started, not waited
   for (Kafka's tool returns once the move has begun). Heal: the first
   assignment reassigned back, the reassignment waited for, and the broker shut down
-  (SIGTERM: a controlled shutdown); its id is not used again.
+  (SIGTERM: a controlled shutdown); its id is not used again. A move back that does not
+  complete is sent again, and if it still does not, the broker is left running (its
+  replicas are not all elsewhere).
 - ``broker-remove``: the broker drained first, every partition's replica on it
   reassigned to a broker not holding one (``kafka-reassign-partitions.sh`` semantics:
   the new replica catches up, joins the ISR, and only then is the old one removed),
@@ -21,8 +23,9 @@ operator grows or shrinks a Kafka cluster.
 
 Only a drain before a shutdown is waited for: until every partition shows exactly the
 target replicas, all in sync, for :data:`DRAIN_WAIT` at most; one not done by then (a
-target replica down by another fault) is said in the record, and the broker is stopped
-anyway, as an operator whose patience ran out would.
+target replica down by another fault) is said in the record, and a removed broker is
+stopped anyway, as an operator whose patience ran out would (it comes back at the
+heal); an added one is not, as it would not come back.
 
 minikafka does not implement UnregisterBroker (KIP-631's API, what
 ``kafka-cluster.sh unregister`` sends), so a KRaft broker removed or added and gone
@@ -48,6 +51,9 @@ DRAIN_WAIT = 30.0
 waits meanwhile: a step that takes long delays the ones after it)."""
 READY_WAIT = 60.0
 """Seconds a started broker gets to register."""
+RETIRE_TRIES = 2
+"""How often an added broker's heal sends its move back before giving up on shutting
+it down (the reassignment is the same each time: sending it again is harmless)."""
 
 
 def onto(assignment: dict[int, list[int]], node: int) -> dict[int, list[int]]:
@@ -163,10 +169,19 @@ def retire_broker(
     topic: str,
     first: dict[int, list[int]],
 ) -> str:
-    """The added broker ``node`` drained back to ``first`` and shut down."""
+    """The added broker ``node`` drained back to ``first`` and shut down; or, if the
+    move back did not complete after :data:`RETIRE_TRIES` tries (the controller
+    moving, a replica down), left running: an operator does not shut down a broker
+    that still holds replicas, which would leave their partitions short of a replica
+    for good."""
     said = "nothing to move back"
     if first:
-        said = _moved(servers, topic, first, wait=True)[0]
+        for _ in range(RETIRE_TRIES):
+            said = _moved(servers, topic, first, wait=True)[0]
+            if said.endswith("; completed"):
+                break
+        else:
+            return f"{said}; broker {node} left running, its replicas not moved back"
     cluster.stop(node)
     return f"{said}; {_gone(cluster, node)}"
 
