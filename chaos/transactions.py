@@ -157,7 +157,7 @@ class Transformer(_Worker):
             self._commit()
         except (KafkaException, BufferError) as exc:
             failed = f"{stage} after {time.monotonic() - at:.1f}s: {exc}"
-            outcome, done = self._recover(exc, committing=stage == "commit")
+            outcome, done = self._after_failure(exc, committing=stage == "commit")
             error = f"{failed}; {done}"
         self.recorder.record(
             process=self.process,
@@ -188,7 +188,7 @@ class Transformer(_Worker):
                 if not error.retriable() or error.txn_requires_abort() or attempt == 2:
                     raise
 
-    def _recover(
+    def _after_failure(
         self, exc: KafkaException | BufferError, committing: bool
     ) -> tuple[str, str]:
         """Abort the transaction (or replace a producer that cannot), rewind the
