@@ -205,18 +205,18 @@ def _whole(servers: str, partitions: int, deadline: float) -> bool:
 def settle_and_read(
     servers: str, partitions: int, notes: list[str]
 ) -> tuple[dict[TopicPartition, tuple[Record, ...]], list[TopicPartition], float]:
-    """After healing: the wait for every partition's whole ISR, then the read-back, each
-    within :data:`SETTLE` of its own (a replica left on a broker gone for good keeps an
-    ISR short forever, yet the partition is readable); the final state, the partitions
-    that could not be read back (each named in ``notes``, with why), and the read-back's
-    deadline."""
+    """After healing: the wait for every partition's whole ISR, then the read-back of
+    each partition, each within :data:`SETTLE` of its own (a replica left on a broker
+    gone for good keeps an ISR short forever, yet the partition is readable; a
+    partition left with no leader is not, and must not spend the others' time); the
+    final state, the partitions that could not be read back (each named in ``notes``,
+    with why), and the deadline of the transactional read-back that may follow."""
     if not _whole(servers, partitions, time.monotonic() + SETTLE):
         notes.append("not every partition had its whole ISR again after healing")
-    deadline = time.monotonic() + SETTLE
-    final, unreadable = read_back_readable(servers, TOPIC, partitions, deadline)
+    final, unreadable = read_back_readable(servers, TOPIC, partitions, SETTLE)
     notes += unreadable
     unread = [(TOPIC, p) for p in range(partitions) if (TOPIC, p) not in final]
-    return final, unread, deadline
+    return final, unread, time.monotonic() + SETTLE
 
 
 def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:

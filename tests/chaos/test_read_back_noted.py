@@ -1,8 +1,9 @@
-"""The run's end when a partition cannot be read back (chaos seed 133): the wait for a
-whole ISR and the read-back each get their own time, a partition that still cannot be
-read is named in a note (the run then exits 2, its history and summary written) and
-left out of the final state, and the checker does not take its missing log for an
-empty one. Unit level: the cluster is replaced by fakes, the clock by a counter."""
+"""The run's end when a partition cannot be read back (chaos seeds 133 and 139): the
+wait for a whole ISR and the read-back of each partition each get their own time, a
+partition that still cannot be read is named in a note (the run then exits 2, its
+history and summary written) and left out of the final state, and the checker does
+not take its missing log for an empty one. Unit level: the cluster is replaced by
+fakes, the clock by a counter."""
 
 from __future__ import annotations
 
@@ -90,6 +91,36 @@ def test_a_partition_that_cannot_be_read_back_is_named_not_a_crash(
         "chaos-0 could not be read back (read 0 records of chaos-0 up to 13450): "
         "its final log is not checked"
     ]
+
+
+def test_a_partition_with_no_leader_does_not_spend_the_next_partitions_time(
+    clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seed 139: ``chaos-2`` had no leader (its ISR's one replica on a broker shut
+    down for good), its high watermark was asked for until the read-back's deadline,
+    and ``chaos-3``, read next, found the deadline passed and read 0 records though
+    it had a leader. Each partition now has its own time."""
+    read = fake_read(clock)
+
+    def leaderless_2(
+        bootstrap: str, topic: str, partition: int, deadline: float
+    ) -> tuple[Record, ...]:
+        if partition == 2:
+            clock.now = deadline + 0.5  # asked again and again, in vain
+            raise AssertionError(f"the high watermark of {topic}-2: Unknown partition")
+        return read(bootstrap, topic, partition, deadline)
+
+    monkeypatch.setattr(runner, "_whole", lambda servers, partitions, deadline: True)
+    monkeypatch.setattr(workload, "_read_partition", leaderless_2)
+    notes: list[str] = []
+    final, unread, deadline = runner.settle_and_read("servers", PARTITIONS, notes)
+    assert unread == [(runner.TOPIC, 2)]
+    assert sorted(final) == [(runner.TOPIC, p) for p in (0, 1, 3)]
+    assert notes == [
+        "chaos-2 could not be read back (the high watermark of chaos-2: Unknown "
+        "partition): its final log is not checked"
+    ]
+    assert deadline > clock()  # nor the transactional read-back's
 
 
 def _send(index: int, partition: int, value: int) -> Op:
