@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 from confluent_kafka import ElectionType, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient
@@ -84,11 +85,19 @@ def elect_preferred(servers: str, topic: str) -> str:
     return "elect-leaders PREFERRED " + " ".join(said)
 
 
-def replicas(servers: str, topic: str) -> dict[int, list[int]]:
-    """Each partition of ``topic`` and its replicas, in order."""
+def replicas(servers: str, topic: str, timeout: float = 10.0) -> dict[int, list[int]]:
+    """Each partition of ``topic`` and its replicas, in order; empty if no broker
+    listed its partitions within ``timeout`` seconds. A broker whose metadata is behind
+    (restarted, or not told of the topic yet) answers the topic with an error and no
+    partitions, which is not the assignment: another Metadata is asked, as Kafka's
+    tool asks again."""
     client = AdminClient({"bootstrap.servers": servers, "log_level": 0})
-    found = client.list_topics(topic, timeout=10).topics[topic]
-    return {p: list(m.replicas) for p, m in sorted(found.partitions.items())}
+    deadline = time.monotonic() + timeout
+    while True:
+        found = client.list_topics(topic, timeout=timeout).topics[topic]
+        if found.partitions or time.monotonic() >= deadline:
+            return {p: list(m.replicas) for p, m in sorted(found.partitions.items())}
+        time.sleep(0.2)  # polling the cluster's metadata, inside the deadline
 
 
 def rotated(assignment: dict[int, list[int]]) -> dict[int, list[int]]:

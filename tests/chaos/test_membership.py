@@ -109,6 +109,7 @@ def test_a_broker_added_registers_takes_replicas_and_gives_them_back(
     servers = cluster.bootstrap
     injector = Injector(cluster, cluster.zookeeper_mode, None, servers, TOPIC)
     first = replicas(servers, TOPIC)
+    assert first, "the topic's assignment, listed by a broker that knows it"
     new = max(cluster.node_ids) + 1
     writes = Writes(servers, 0)
     writes.send(200)
