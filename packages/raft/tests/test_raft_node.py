@@ -26,6 +26,7 @@ from minikafka.raft import (
 from minikafka.raft._leader import check_fetch_position
 from minikafka.raft._messages import (
     BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
     DivergingEpoch,
     FetchRequest,
     FetchResponse,
@@ -244,6 +245,35 @@ def test_a_leader_no_majority_fetches_from_resigns_within_one_and_a_half_fetch_t
     assert leader.state is State.RESIGNED
     with pytest.raises(NotLeaderError):
         leader.append([b"late"], 7.0)
+
+
+def test_a_leader_announces_itself_again_to_a_silent_voter_and_yields_to_its_epoch() -> (
+    None
+):
+    """KIP-996: the leader sends BeginQuorumEpoch again, every half fetch timeout, to
+    each voter that has not fetched for half a fetch timeout; a voter left at a higher
+    epoch (a lost election of its own) answers with it, and the leader steps down to it,
+    so a new election lets that voter back in."""
+    node = RaftNode(1, [1, 2, 3], MemoryLog(), MemoryStateStore(), 0.0)
+    elect(node, 5.0)
+    for voter in (2, 3):  # both follow it: a fetch is as good as an answer
+        fetch(node, voter, 1, 1, 5.0)
+    half = CONFIG.fetch_timeout / 2
+    # Voter 3 falls silent; voter 2 fetches all along (the quorum holds).
+    again: dict[int, Envelope] = {}
+    now = 5.0
+    while not again and now < 5.0 + 4 * half:
+        deadline = node.next_deadline()
+        assert deadline is not None
+        now = max(now + 0.01, deadline)
+        fetch(node, 2, 1, 1, now)
+        again = requests_to(node.on_timer(now), BeginQuorumEpochRequest)
+    assert node.state is State.LEADER
+    assert set(again) == {3}, "only the voter that has not fetched is asked again"
+    assert 5.0 + half <= now <= 5.0 + 2 * half + 0.02
+    fenced = BeginQuorumEpochResponse(Errors.FENCED_LEADER_EPOCH, 2, None)
+    answer(node, again[3], fenced, now)
+    assert (state(node), node.epoch) == (State.UNATTACHED, 2)
 
 
 def test_a_graceful_resignation_hands_over_to_the_most_complete_follower_first() -> (
