@@ -59,7 +59,9 @@ FOUND_SEEDS = [
 
 
 @pytest.mark.parametrize(
-    ("voters", "observers", "seed", "bug"), FOUND_SEEDS, ids=lambda v: str(v)
+    ("voters", "observers", "seed", "bug"),
+    FOUND_SEEDS,
+    ids=[f"{v}v{o}o-seed{s}" for v, o, s, _ in FOUND_SEEDS],
 )
 def test_seeds_that_once_failed_keep_every_invariant(
     voters: int, observers: int, seed: int, bug: str

@@ -16,6 +16,11 @@ made of, each in a module of its own, with the hooks below as their seams:
   leader in chunks, copied and installed by a follower (into ``_download``);
 - :class:`~._resignation.Resignation`: a leader stepping down (asked to, or by
   check-quorum) and naming its successors, and a voter told so.
+
+A leader announces itself (BeginQuorumEpoch) to every voter when it is elected, and
+again, every half fetch timeout, to each voter that has not fetched for that long
+(KIP-996): a voter stranded at a higher epoch by an election it lost answers with that
+epoch, and the leader steps down to it, as every node does on seeing a higher epoch.
 """
 
 from __future__ import annotations
@@ -159,6 +164,7 @@ class RaftNodeBase(abc.ABC):
                 self._leader.check_quorum_deadline(self.config.fetch_timeout)
             )
             deadlines += [expiry for _, expiry in self._leader.parked.values()]
+            deadlines.append(self._leader.announce_deadline)
         found = [d for d in deadlines if d is not None]
         return min(found) if found else None
 
@@ -172,6 +178,10 @@ class RaftNodeBase(abc.ABC):
                 if expiry <= now:
                     del self._leader.parked[replica]
                     self._answer_fetch(request, now, park=False)
+            announce = self._leader.announce_deadline
+            if announce is not None and announce <= now:
+                # KIP-996: a voter that stopped fetching may sit at a higher epoch.
+                self._leader.announce_again(now, self.config.fetch_timeout / 2)
             if self._leader.check_quorum_deadline(self.config.fetch_timeout) <= now:
                 self._resign(
                     "check-quorum: no majority fetched within 1.5 fetch timeouts", now

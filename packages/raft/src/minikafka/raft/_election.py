@@ -111,6 +111,7 @@ class Election(RaftNodeBase):
     def _begin_leadership(self, now: float) -> None:
         start = self.log.end_offset
         self._leader = LeaderState.begin(self.node_id, self.voters, start, now)
+        self._leader.announce_deadline = now + self.config.fetch_timeout / 2
         self._election_retries = 0
         # Kafka's LeaderChange control record: an entry of the new epoch to commit, which
         # commits everything before it too.

@@ -5,6 +5,13 @@ The leader knows, for every voter and observer, the offset of its last fetch (it
 every entry below) and when that fetch came; from those it computes the offset a
 majority of voters has, when check-quorum must make it resign, and in which order the
 voters should succeed it. Fetches that found nothing new wait here (a long poll).
+
+It also says which voters to announce itself to again (KIP-996's BeginQuorumEpoch
+timer): every half fetch timeout, each voter that has not fetched for that long is sent
+BeginQuorumEpoch once more. A voter that lost touch may have moved to a higher epoch (an
+election of its own that failed); its answer names that epoch and the leader steps down
+to it, so the next election brings the voter back (the others refuse its pre-votes
+while they hear from the leader, so it could never come back on its own).
 """
 
 from __future__ import annotations
@@ -40,6 +47,9 @@ class LeaderState:
     unannounced: set[int] = attrs.Factory(set)
     # replica -> (fetch, expiry)
     parked: dict[int, tuple[Envelope, float]] = attrs.Factory(dict)
+    # when to look again for voters to announce this epoch to (Kafka's
+    # beginQuorumEpochTimer); None until the first look
+    announce_deadline: float | None = None
 
     @classmethod
     def begin(
@@ -69,6 +79,17 @@ class LeaderState:
             progress.last_caught_up = now
         self.unannounced.discard(replica_id)
         return is_voter
+
+    def announce_again(self, now: float, timeout: float) -> None:
+        """The voters that have not fetched for ``timeout`` are to be sent
+        BeginQuorumEpoch again (Kafka's ``needToSendBeginQuorumRequests``); look again
+        ``timeout`` from now."""
+        self.unannounced |= {
+            v
+            for v, p in self.voters.items()
+            if v != self.node_id and now - (p.last_fetch or 0.0) >= timeout
+        }
+        self.announce_deadline = now + timeout
 
     def majority_end_offset(self, own_flushed_end: int) -> int:
         """The highest offset a majority of voters has everything below; the leader
