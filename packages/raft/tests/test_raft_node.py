@@ -147,7 +147,7 @@ def test_a_pre_vote_changes_nothing_and_is_refused_while_the_leader_is_heard() -
     )
     assert voter.state is State.FOLLOWER
     writes = store.writes
-    pre = VoteRequest(5, 2, 0, 0, pre_vote=True)
+    pre = VoteRequest(4, 2, 0, 0, pre_vote=True)  # a prospective of the same epoch
     (reply,) = voter.receive(Envelope(2, 1, 2, pre), 1.0).messages
     assert isinstance(reply.message, VoteResponse)
     assert not reply.message.vote_granted
@@ -276,6 +276,23 @@ def test_a_leader_announces_itself_again_to_a_silent_voter_and_yields_to_its_epo
     assert (state(node), node.epoch) == (State.UNATTACHED, 2)
 
 
+def test_a_pre_vote_from_a_higher_epoch_moves_the_leader_up_to_it() -> None:
+    """KIP-996 as Kafka's handleVoteRequest has it: a pre-vote names the prospective's
+    own epoch, so one from a higher epoch comes from a voter really in it (stranded by
+    an election it lost); whoever receives it, the leader too, moves to that epoch, and
+    the next election takes the stranded voter back."""
+    node = RaftNode(1, [1, 2, 3], MemoryLog(), MemoryStateStore(), 0.0)
+    elect(node, 5.0)
+    assert node.epoch == 1
+    pre = VoteRequest(2, 3, 1, 1, pre_vote=True)
+    answers = requests_to(node.receive(Envelope(3, 1, 7, pre), 5.1), VoteResponse)
+    assert (state(node), node.epoch) == (State.UNATTACHED, 2)
+    response = answers[3].message
+    assert isinstance(response, VoteResponse)
+    # It answers from the new epoch, and grants: its log is no longer than 3's.
+    assert (response.leader_epoch, response.vote_granted) == (2, True)
+
+
 def test_a_graceful_resignation_hands_over_to_the_most_complete_follower_first() -> (
     None
 ):
@@ -387,7 +404,8 @@ def test_a_candidate_leads_only_with_the_votes_of_a_majority() -> None:
     asks = requests_to(node.on_timer(5.0), VoteRequest)
     assert state(node) is State.PROSPECTIVE
     assert set(asks) == {2, 3, 4, 5}
-    assert {a.message for a in asks.values()} == {VoteRequest(1, 1, 0, 0, True)}
+    # The pre-vote names its current epoch; only a Candidate enters the next.
+    assert {a.message for a in asks.values()} == {VoteRequest(0, 1, 0, 0, True)}
     pre = VoteResponse(Errors.NONE, 0, None, True, pre_vote=True)
     answer(node, asks[2], pre, 5.0)
     assert state(node) is State.PROSPECTIVE  # two of five
