@@ -2,9 +2,10 @@
 
 KIP-595 (the quorum: Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch with diverging
 epochs, the high watermark from the voters' fetch offsets), KIP-630 (snapshots and
-FetchSnapshot), KIP-996 (pre-vote, and a leader that sends BeginQuorumEpoch again to
-voters that stopped fetching, so one stranded at a higher epoch answers with it and the
-leader steps down to it); seed 004 (KRaft replaces ZooKeeper with a Raft quorum of
+FetchSnapshot), KIP-996 (pre-vote in the prospective's own epoch, which moves a voter
+behind it up to it, and a leader that sends BeginQuorumEpoch again to voters that
+stopped fetching: either way a voter stranded at a higher epoch brings the quorum up to
+it and rejoins); seed 004 (KRaft replaces ZooKeeper with a Raft quorum of
 controllers). :class:`RaftNode` is one voter or observer; :mod:`.simulation` runs
 whole quorums in virtual time under faults and checks Raft's invariants after every step.
 """

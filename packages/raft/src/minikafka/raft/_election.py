@@ -1,7 +1,12 @@
 """Elections (KIP-595's Vote, KIP-996's pre-vote): a voter grants one vote per epoch,
 to a candidate whose log is at least as complete as its own, and writes it down before
 it answers; a candidate counts the answers, and a majority makes it the leader, which
-appends an entry of its own epoch at once (Kafka's LeaderChange control record)."""
+appends an entry of its own epoch at once (Kafka's LeaderChange control record).
+
+A pre-vote names the prospective's current epoch, not the next: only a Candidate enters
+the next one. Any (pre-)vote request from a higher epoch moves its receiver, the leader
+included, up to that epoch (Kafka's ``handleVoteRequest``), so a voter stranded above
+the others by an election it lost brings them up to it and takes part again."""
 
 from __future__ import annotations
 
@@ -17,9 +22,10 @@ class Election(RaftNodeBase):
     """How a node asks for votes, grants them, counts them, and begins to lead."""
 
     def _vote_request(self, pre_vote: bool) -> VoteRequest:
-        # A pre-vote asks about the epoch the node would stand in, without entering it.
+        # KIP-996: a pre-vote names the node's current epoch (it enters the next one only
+        # as a Candidate), so a voter behind it learns the epoch it is in.
         return VoteRequest(
-            self.epoch + 1 if pre_vote else self.epoch,
+            self.epoch,
             self.node_id,
             self.log.last_epoch,
             self.log.end_offset,
@@ -60,7 +66,9 @@ class Election(RaftNodeBase):
             return False, f"{request.candidate_id} is not a voter"
         if request.candidate_epoch < self.epoch:
             return False, f"epoch {request.candidate_epoch} is older than {self.epoch}"
-        if not request.pre_vote and request.candidate_epoch > self.epoch:
+        if request.candidate_epoch > self.epoch:
+            # Pre-vote or vote, the sender is in that epoch: a voter behind it
+            # (the leader too) moves up to it, as Kafka's handleVoteRequest does.
             self._observe_epoch(request.candidate_epoch, None, now)
         if not self._log_is_up_to_date(request):
             return False, "the candidate's log is behind this voter's"
