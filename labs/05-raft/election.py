@@ -57,13 +57,13 @@ class Election(RaftNodeBase):
         """What a Prospective (``pre_vote``) or a Candidate asks every other voter: a
         ``VoteRequest`` naming the epoch it stands in and its log's last epoch and end
         offset. A Candidate has already entered its epoch (``_become`` raised it); a
-        Prospective asks about the epoch it would enter, without entering it."""
+        Prospective names its current epoch (KIP-996: it enters no new one)."""
         raise ExerciseNotDone("Election._vote_request", "four numbers and a flag", FILE)
 
     def _handle_vote(self, request: VoteRequest, now: float) -> VoteResponse:
         """Answer ``request``: decide (``_vote_decision``); a granted real vote moves this
         voter to ``VOTED`` for the candidate, which writes it to ``quorum-state``,
-        before the answer is built. A pre-vote changes nothing. Answer with
+        before the answer is built. A granted pre-vote writes nothing. Answer with
         ``_answer_vote``."""
         raise ExerciseNotDone("Election._handle_vote", "decide, write, answer", FILE)
 
@@ -72,8 +72,8 @@ class Election(RaftNodeBase):
         answer and the trace; the tests read two of them). In this order:
 
         - an observer does not vote; a candidate that is not a voter gets no vote;
-        - a candidate from an older epoch is refused; a real (not pre-) vote from a
-          newer epoch first moves this voter into that epoch;
+        - a candidate from an older epoch is refused; a vote or pre-vote from a newer
+          epoch first moves this voter into that epoch (the sender is in it);
         - a candidate whose log is less complete than this voter's is refused;
         - a pre-vote is refused by the leader, and by a follower that still hears from
           its leader (``f"this voter still hears from leader {self.leader_id}"``), and
