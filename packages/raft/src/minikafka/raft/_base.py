@@ -179,8 +179,7 @@ class RaftNodeBase(abc.ABC):
                     del self._leader.parked[replica]
                     self._answer_fetch(request, now, park=False)
             announce = self._leader.announce_deadline
-            if announce is not None and announce <= now:
-                # KIP-996: a voter that stopped fetching may sit at a higher epoch.
+            if announce is not None and announce <= now:  # KIP-996 (module docstring)
                 self._leader.announce_again(now, self.config.fetch_timeout / 2)
             if self._leader.check_quorum_deadline(self.config.fetch_timeout) <= now:
                 self._resign(
