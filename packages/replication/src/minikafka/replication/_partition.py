@@ -185,7 +185,8 @@ class Partition(IsrChanges, PartitionReads):
     ) -> LogAppendInfo:
         """The log's ``append_as_leader``, remembering a full disk's refusal until
         something is written (:attr:`refused_by_disk`)."""
-        end = self.log.log_end_offset
+        refused = self.refused_by_disk  # None on every append but after a full disk
+        end = self.log.log_end_offset if refused is not None else -1
         try:
             info = self.log.append_as_leader(
                 records,
@@ -198,15 +199,13 @@ class Partition(IsrChanges, PartitionReads):
                 self.refused_by_disk = str(exc)
             raise
         except OutOfOrderSequenceError:
-            if self.refused_by_disk is None:
+            if refused is None:
                 raise
             # The gap is the batch the disk refused: Kafka's partition, offline since,
             # answers KAFKA_STORAGE_ERROR (retried as not written), never a gap.
-            raise ReplicationError(
-                ErrorCode.kafka_storage_error, self.refused_by_disk
-            ) from None
-        if self.log.log_end_offset != end:  # written (a duplicate writes nothing)
-            self.refused_by_disk = None
+            raise ReplicationError(ErrorCode.kafka_storage_error, refused) from None
+        if refused is not None and self.log.log_end_offset != end:
+            self.refused_by_disk = None  # written (a duplicate writes nothing)
         return info
 
     def maybe_start_transaction_verification(
