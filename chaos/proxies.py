@@ -43,11 +43,11 @@ import contextlib
 import ipaddress
 import json
 import os
-import socket
 import struct
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Literal
 
 import trio
 
@@ -55,6 +55,9 @@ from minikafka.broker.testing import ProcessCluster, free_ports
 from minikafka.net.testing import FaultProxy
 
 Link = tuple[int, int]
+Direction = Literal["upstream", "downstream"]
+UP: Direction = "upstream"
+DOWN: Direction = "downstream"
 HOST = "127.0.0.1"
 _THREAD_TIMEOUT = 60.0
 """Seconds the proxies' thread may take to start or stop on a loaded machine."""
@@ -207,14 +210,16 @@ class LinkProxies:
         directions to let through healed first (only those: healing a direction that
         stays stalled would let its waiting bytes out), then delays, then stalls."""
         for (src, dst), proxy in self.links.items():
+            # Upstream: what src sends on the connections it opened to dst;
+            # downstream: what dst sends back on them.
             held = {
-                "upstream": (src, dst) in self.cut_links,
-                "downstream": (dst, src) in self.cut_links,
+                UP: (src, dst) in self.cut_links,
+                DOWN: (dst, src) in self.cut_links,
             }
-            proxy.heal(tuple(d for d, stalled in held.items() if not stalled))
-            proxy.delay(self.slowed.get(src, 0.0), ("upstream",))
-            proxy.delay(self.slowed.get(dst, 0.0), ("downstream",))
-            stalled = tuple(d for d, stalled in held.items() if stalled)
+            proxy.heal(tuple(d for d in (UP, DOWN) if not held[d]))
+            proxy.delay(self.slowed.get(src, 0.0), (UP,))
+            proxy.delay(self.slowed.get(dst, 0.0), (DOWN,))
+            stalled = tuple(d for d in (UP, DOWN) if held[d])
             if stalled:
                 proxy.stall(stalled)
 
@@ -238,7 +243,10 @@ class LinkProxies:
             nursery.cancel_scope.cancel()
 
     async def _listen(
-        self, node: int, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+        self,
+        node: int,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
         [listener] = await trio.open_tcp_listeners(0, host=HOST)
         self._ports[node] = listener.socket.getsockname()[1]
@@ -320,7 +328,9 @@ def _save_layout(cluster: ProcessCluster) -> None:
     """The layout file as the nodes are now laid out (``minikafka cluster`` reads it)."""
     path = cluster.root / "cluster.json"
     layout = json.loads(path.read_text())
-    layout["controller_ports"] = {str(c): p for c, p in cluster.controller_ports.items()}
+    layout["controller_ports"] = {
+        str(c): p for c, p in cluster.controller_ports.items()
+    }
     layout["controller_listen_ports"] = {
         str(c): p for c, p in cluster.controller_listen_ports.items()
     }
@@ -357,4 +367,3 @@ def links_line(namespaces: str | None, proxies: str | None) -> str:
             f"/proc (no network namespaces: {proxies})"
         )
     return "link faults: none requested (partitions need --faults naming them)"
-

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from chaos.proxies import LinkProxies, source_of
+from chaos.proxies import LinkProxies, links_line, proxy_reason, source_of
 
 DEADLINE = 10.0
 DESTINATION, LEFT, RIGHT = 1, 2, 3
@@ -159,3 +159,16 @@ def test_no_source_is_found_for_a_connection_no_known_process_holds(
         # This process holds it: found when its pid is known, not otherwise.
         assert source_of(here, there, {os.getpid(): 7}) == 7
         assert source_of(here, there, {}) is None
+
+
+def test_the_proxies_are_used_where_namespaces_cannot_be_made_or_when_asked() -> None:
+    assert proxy_reason("auto", None) is None
+    assert proxy_reason("namespaces", None) is None
+    why = proxy_reason("auto", "network namespaces need root")
+    assert why == "network namespaces cannot be made here: network namespaces need root"
+    assert proxy_reason("proxies", None) == "asked for (--links proxies)"
+    line = links_line(None, why)
+    assert line.startswith(
+        "link faults: partitions and slow links on TCP fault proxies"
+    )
+    assert line.endswith(f"(no network namespaces: {why})")
