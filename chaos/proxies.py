@@ -45,8 +45,10 @@ import json
 import os
 import struct
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Literal
 
 import trio
@@ -60,6 +62,9 @@ UP: Direction = "upstream"
 DOWN: Direction = "downstream"
 HOST = "127.0.0.1"
 _THREAD_TIMEOUT = 60.0
+PID_FILE_WAIT = 0.2
+"""Seconds to wait before looking a connection's source up once more, when no node's
+pid held it (in the lookup's own thread: no other connection waits)."""
 """Seconds the proxies' thread may take to start or stop on a loaded machine."""
 
 
@@ -125,6 +130,18 @@ def source_of(
     return None if inode is None else holder(inode, pids)
 
 
+def _stranger(inode: int | None) -> str:
+    """What holds the socket ``inode``, when no node does: for the run's summary."""
+    if inode is None:
+        return "closed"
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        if holder(inode, {int(pid): 0}) is not None:
+            with contextlib.suppress(OSError):
+                command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+                return " ".join(part.decode(errors="replace") for part in command[:4])
+    return "?"
+
+
 def pid_file_reader(cluster: ProcessCluster) -> Callable[[int], int | None]:
     """A node's pid as its pid file says now (the file, not the cluster's state:
     read from the proxies' thread while the runner starts and kills nodes)."""
@@ -160,7 +177,13 @@ class LinkProxies:
         self.identified: Counter[Link] = Counter()
         """Connections served per link, by source and destination."""
         self.unidentified: Counter[int] = Counter()
-        """Connections from no known node (not faulted), per destination."""
+        """Connections from no known node, or from a node to itself (not faulted),
+        per destination."""
+        self.strangers: Counter[str] = Counter()
+        """Those connections, and a node's to itself, by what was found of their
+        source: ``closed`` (no socket row with an inode: the connecting socket gone by
+        the lookup), the command line of the process holding it (``?``: none of this
+        user's), or ``node N to itself``."""
         self._ports: dict[int, int] = {}
         self._token: trio.lowlevel.TrioToken | None = None
         self._stop: trio.Event | None = None
@@ -260,7 +283,7 @@ class LinkProxies:
         """Serve ``client`` through the proxy of its link, once its source is known."""
         peer = client.socket.getpeername()
         here = client.socket.getsockname()
-        source = await trio.to_thread.run_sync(self._source, peer, here)
+        source = await trio.to_thread.run_sync(self._source, peer, here, dst)
         proxy = self.links.get((source, dst)) if source is not None else None
         if source is None or proxy is None:
             self.unidentified[dst] += 1
@@ -269,11 +292,26 @@ class LinkProxies:
         self.identified[source, dst] += 1
         await proxy.serve(client)
 
-    def _source(self, peer: tuple[str, int], here: tuple[str, int]) -> int | None:
-        pids = {
+    def _source(
+        self, peer: tuple[str, int], here: tuple[str, int], dst: int
+    ) -> int | None:
+        inode = socket_inode(peer[:2], here[:2])
+        node = None if inode is None else holder(inode, self._pids())
+        if inode is not None and node is None:
+            # A node started a moment ago may not have its pid file written yet.
+            time.sleep(PID_FILE_WAIT)
+            node = holder(inode, self._pids())
+        if node == dst:  # ZooKeeper mode's controller has a channel to itself too
+            self.strangers[f"node {node} to itself"] += 1
+        elif node is None:
+            self.strangers[_stranger(inode)] += 1
+        return node
+
+    def _pids(self) -> dict[int, int]:
+        """Pid -> node, for the nodes running now."""
+        return {
             pid: node for node in self.nodes if (pid := self._pid_of(node)) is not None
         }
-        return source_of(peer[:2], here[:2], pids)
 
     def close(self) -> None:
         """Stop the proxies (their connections closed); raises what stopped them
@@ -289,7 +327,10 @@ class LinkProxies:
         faulted = sum(self.identified.values())
         return (
             f"{faulted} inter-node connections through the link proxies, "
-            f"{sum(self.unidentified.values())} from no node (not faulted)"
+            f"{sum(self.unidentified.values())} not faulted (from no node, or a node's "
+            "to itself"
+            + "".join(f"; {n} {what}" for what, n in sorted(self.strangers.items()))
+            + ")"
         )
 
 
