@@ -66,7 +66,8 @@ help:
 	@echo "make cluster-down - stop them (brokers first, under controlled shutdown)"
 	@echo "make chaos  - a seeded chaos run (kills, pauses) with real clients, then its checker;"
 	@echo "              DURATION=300 SEED=N MODE=kraft|zk CONTROLLERS=1|3 FAULTS=k,..."
-	@echo "              (chaos/README.md; FAULTS naming partitions or disk-full needs root)"
+	@echo "              LINKS=auto|namespaces|proxies (chaos/README.md; partitions are between"
+	@echo "              namespaces as root, else on TCP fault proxies; disk-full needs root)"
 
 # What each target needs from the system beyond uv and the workspace (scripts/bootstrap.sh
 # installs what is missing): a learner running the broker, the book or a lab installs only
@@ -254,9 +255,10 @@ cluster-down: sync
 # KRaft) laid out under CHAOS_RUNS/MODE-cCONTROLLERS-sSEED, real clients writing through
 # the faults SEED's schedule draws over DURATION seconds, then the checker; a summary
 # table, and exit 1 on any anomaly. SEED=N replays a run; by default a new one each time.
-# FAULTS=kill,pause,kill-active-controller,partition adds real partitions (needs root;
-# so does disk-full, a broker's log dir on a small tmpfs filled; membership adds brokers
-# added and removed);
+# FAULTS=kill,pause,kill-active-controller,partition adds partitions (between network
+# namespaces as root, else on TCP fault proxies between the nodes; LINKS=proxies asks for
+# the proxies, LINKS=namespaces for namespaces or a refusal); disk-full, a broker's log
+# dir on a small tmpfs filled, needs root; membership adds brokers added and removed;
 # CLIENTS=confluent-kafka,kafka-python,minikafka the producers' clients; CHURN=S a topic
 # created, written and deleted every S seconds; TRANSACTIONS=N consume-transform-produce
 # workers, transactional, from the topic to chaos-out.
@@ -270,7 +272,7 @@ chaos: sync
 	@$(RUN) python -m chaos run --seed $(SEED) --duration $(DURATION) --mode $(MODE) \
 		--controllers $(CONTROLLERS) $(if $(FAULTS),--faults $(FAULTS)) \
 		$(if $(CLIENTS),--clients $(CLIENTS)) $(if $(CHURN),--churn $(CHURN)) \
-		$(if $(TRANSACTIONS),--transactions $(TRANSACTIONS)) \
+		$(if $(TRANSACTIONS),--transactions $(TRANSACTIONS)) $(if $(LINKS),--links $(LINKS)) \
 		--out $(CHAOS_RUNS)/$(MODE)-c$(CONTROLLERS)-s$(SEED)
 
 clean:

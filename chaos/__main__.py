@@ -4,7 +4,8 @@
 state (and the run's traces) and prints each anomaly with the operations or trace
 events that show it, then a count by kind; it exits 1 if it found any.
 ``run --seed N --duration S --mode kraft|zk --controllers 1|3 [--faults K,...]
-[--clients confluent-kafka,minikafka] [--producers N] [--transactions [N]] --out DIR``
+[--links auto|namespaces|proxies] [--clients confluent-kafka,minikafka] [--producers N]
+[--transactions [N]] --out DIR``
 runs a cluster through the seed's faults with real clients, checks what they saw and
 prints a summary (:mod:`chaos.runner`); it exits 1 on any anomaly, 2 if the run itself
 went wrong (its summary's notes say how).
@@ -107,7 +108,15 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
     running.add_argument(
         "--faults",
         default=",".join(PROCESS_KINDS),
-        help="kinds or groups, comma-separated (partitions need root and iproute2)",
+        help="kinds or groups, comma-separated",
+    )
+    running.add_argument(
+        "--links",
+        choices=("auto", "namespaces", "proxies"),
+        default="auto",
+        help="where partitions and slow links are carried out: a network namespace "
+        "per node (root and iproute2), TCP fault proxies between the nodes, or auto: "
+        "namespaces where they can be made, else the proxies (the summary says which)",
     )
     running.add_argument(
         "--clients",
@@ -154,7 +163,10 @@ def _run(args: argparse.Namespace, out: TextIO, parser: argparse.ArgumentParser)
     except ValueError as exc:
         parser.error(str(exc))
     no_tmpfs = disk.unavailable() if any(k in DISK_KINDS for k in kinds) else None
-    no_namespaces = unavailable() if needs_network(kinds) else None
+    # Only a run that asks for namespaces is refused without them: otherwise its
+    # partitions and slow links go on the link proxies (chaos.proxies).
+    asked = needs_network(kinds) and args.links == "namespaces"
+    no_namespaces = unavailable() if asked else None
     why = refused(kinds, no_namespaces, args.mode, no_tmpfs)
     if why is not None:
         parser.error(why)
@@ -179,6 +191,7 @@ def _run(args: argparse.Namespace, out: TextIO, parser: argparse.ArgumentParser)
         clients=clients,
         churn=args.churn,
         transactions=args.transactions,
+        links=args.links,
     )
     return run(opts, Path(args.out), out)
 

@@ -18,11 +18,14 @@ The kinds injected today (:data:`INJECTED`):
 - ``partition-<shape>`` (``halves``, ``isolate``, ``bridge``, ``ring``, ``one-way``),
   when the nodes run in network namespaces of their own (:mod:`chaos.netcluster`): the
   shape's links cut by :class:`chaos.netns.Network` (a blackhole rule per dropped
-  direction, packets lost in silence, not refused); heal: the rules removed.
+  direction, packets lost in silence, not refused); heal: the rules removed. Without
+  namespaces, on the link proxies (:mod:`chaos.proxies`): each cut link's bytes held
+  in its proxy; heal: let through.
 
 - ``slow`` (nodes in namespaces): the node's egress slowed by ``tc netem`` where the
   kernel has it, else shaped by ``tc tbf`` (:func:`chaos.netns.slow`; the record's
-  ``detail`` says which); heal: the qdisc removed;
+  ``detail`` says which); heal: the qdisc removed. On the link proxies: a delay on
+  everything the node sends to the other nodes; heal: lifted;
 - ``kill-zookeeper``, ``pause-zookeeper`` (ZooKeeper mode): ZooKeeper's server
   SIGKILLed (heal: started again on its data directory, waiting until it answers
   ``ruok``) or SIGSTOPped (heal: SIGCONT);
@@ -45,8 +48,9 @@ A node is started again without waiting for it to say it is ready (a broker is r
 once registered, and the controller it needs may be healed at the same instant).
 
 Every kind of the nemesis is injected (:data:`NOT_INJECTED` is empty); the runner
-refuses partitions and slow links where namespaces cannot be made, and ``disk-full``
-where a tmpfs cannot be mounted, rather than pretend.
+carries partitions and slow links out on the link proxies where namespaces cannot be
+made (and says so), and refuses ``disk-full`` where a tmpfs cannot be mounted rather
+than pretend.
 """
 
 from __future__ import annotations
@@ -71,11 +75,12 @@ from .nemesis import (
     Fault,
 )
 from .netns import Network
+from .proxies import LinkProxies
 
 PROCESS_KINDS: tuple[str, ...] = ("kill", "pause", "kill-active-controller")
 """Injected on any machine."""
 NETWORK_KINDS: tuple[str, ...] = (*PARTITION_KINDS, "slow")
-"""Injected where the nodes run in network namespaces."""
+"""Injected between network namespaces, or on the link proxies where there are none."""
 ADMIN_KINDS: tuple[str, ...] = ("reassign", "elect-leaders")
 DISK_KINDS: tuple[str, ...] = ("disk-full",)
 """Injected where a tmpfs can be mounted (:func:`chaos.disk.unavailable`)."""
@@ -173,8 +178,11 @@ class Injector:
         servers: str = "",
         topic: str = "chaos",
         disks: Disks | None = None,
+        proxies: LinkProxies | None = None,
     ) -> None:
         self.cluster, self.zookeeper, self.network = cluster, zookeeper, network
+        self.proxies = proxies
+        """The link proxies that carry the link faults out where no ``network``."""
         self.servers = servers or cluster.bootstrap
         """The clients' bootstrap servers, for the admin operations."""
         self.topic = topic
@@ -214,8 +222,12 @@ class Injector:
         self.note_zookeeper_refusals()
         if fault.kind not in INJECTED:
             raise ValueError(f"{fault.kind} cannot be injected yet")
-        if fault.kind in NETWORK_KINDS and self.network is None:
-            raise ValueError(f"{fault.kind} needs the nodes in network namespaces")
+        if (
+            fault.kind in NETWORK_KINDS
+            and self.network is None
+            and self.proxies is None
+        ):
+            raise ValueError(f"{fault.kind} needs namespaces or the link proxies")
         if fault.kind in ZOOKEEPER_KINDS and not self.zookeeper:
             raise ValueError(f"{fault.kind} needs ZooKeeper mode")
         if fault.kind in DISK_KINDS and (
@@ -227,8 +239,7 @@ class Injector:
         self._active[id(fault)] = record
         try:
             if fault.kind in PARTITION_KINDS:
-                assert self.network is not None
-                self.network.cut(fault.links)
+                self._links().cut(fault.links)
                 record.started = now
                 return
             if fault.kind not in (*PROCESS_KINDS, "slow"):
@@ -275,9 +286,12 @@ class Injector:
                 if self.cluster.pid(node) is None:
                     raise RuntimeError(f"node {node} is not running")
                 if fault.kind == "slow":
-                    assert self.network is not None
                     params = dict(fault.params)
-                    record.detail = operations.slow(self.network, node, params)
+                    if self.network is not None:
+                        record.detail = operations.slow(self.network, node, params)
+                    else:
+                        assert self.proxies is not None
+                        record.detail = self.proxies.slow(node, params)
                     self._slowed.add(node)
                     record.started = now
                     return
@@ -308,12 +322,13 @@ class Injector:
             return
         try:
             if fault.kind in PARTITION_KINDS:
-                assert self.network is not None
-                self.network.heal(fault.links)
+                self._links().heal(fault.links)
             elif fault.kind == "slow":
-                assert self.network is not None
                 for node in record.nodes:
-                    netns.unslow(self.network, node)
+                    if self.network is not None:
+                        netns.unslow(self.network, node)
+                    elif self.proxies is not None:
+                        self.proxies.unslow(node)
                     self._slowed.discard(node)
             elif fault.kind not in PROCESS_KINDS:
                 record.detail += "; heal: " + self._heal_other(fault)
@@ -323,6 +338,12 @@ class Injector:
             record.healed = now
         except Exception as exc:
             record.error = f"heal: {exc}"
+
+    def _links(self) -> Network | LinkProxies:
+        """What cuts and heals links: the namespaces' rules, or the proxies."""
+        links = self.network or self.proxies
+        assert links is not None
+        return links
 
     def _start_other(self, fault: Fault) -> str:
         """A ZooKeeper fault, a full disk, a membership change or an admin operation
@@ -500,8 +521,8 @@ class Injector:
         self.note_zookeeper_refusals()
         for record in list(self._active.values()):
             self.heal(record.fault, time.time())
-        if self.network is not None:
-            self.network.heal()
+        if self.network is not None or self.proxies is not None:
+            self._links().heal()
         for node in list(self._paused):
             self._revive(node)
         if self.zookeeper:

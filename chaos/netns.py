@@ -20,8 +20,9 @@ netem qdisc (:func:`netem_available` says whether it does); where it lacks it,
 kernel: a slow link that delays by queueing, and drops what waited too long).
 
 :func:`unavailable` says why namespaces cannot be made here (not root, no ``ip``, the
-kernel refuses) or None; the runner then falls back to ``minikafka.net.FaultProxies``
-(stalled links for partitions, delayed ones for slow links) and says so. The commands
+kernel refuses) or None; the runner then falls back to :mod:`chaos.proxies` (a TCP
+fault proxy per link: stalled links for partitions, delayed ones for slow links) and
+says so. The commands
 are built by pure functions (:func:`setup_commands`, :func:`cut_commands`...) and run by
 :class:`Network`, which removes everything it made when closed or at exit.
 """

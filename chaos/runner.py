@@ -57,7 +57,9 @@ from .history import (
 )
 from .nemesis import ZOOKEEPER_KINDS, Options, Topology, schedule
 from .netcluster import bootstrap, place
-from .netns import Network
+from .netns import Network, unavailable
+from .proxies import LinkProxies, links_line, proxy_reason
+from .proxies import place as place_proxies
 from .traces import TRACE_ANOMALY_KINDS, TraceAnomaly, check_traces, kept_records
 from .transactions import SINK, Transformer, read_back_transactions
 from .workload import (
@@ -106,14 +108,20 @@ class RunOptions:
     transactions: int = 0
     """Consume-transform-produce workers (:mod:`chaos.transactions`) from the topic
     to ``chaos-out`` in one group, each with its own transactional id; 0: none."""
+    links: str = "auto"
+    """Where partitions and slow links are carried out: ``namespaces`` (a network
+    namespace per node: :mod:`chaos.netns`), ``proxies`` (a TCP fault proxy per link:
+    :mod:`chaos.proxies`), or ``auto``: namespaces where they can be made, else the
+    proxies."""
 
 
 def injectable(
     no_namespaces: str | None, no_tmpfs: str | None = None
 ) -> tuple[str, ...]:
-    """The kinds a run injects here: partitions and slow links only where namespaces
-    can be made (``no_namespaces`` is why not, or None), a full disk only where a
-    tmpfs can be mounted (``no_tmpfs`` likewise)."""
+    """The kinds a run injects here: partitions and slow links unless the run asked
+    for namespaces (``--links namespaces``) and they cannot be made (``no_namespaces``
+    is why not, or None: without that request they go on the link proxies), a full
+    disk only where a tmpfs can be mounted (``no_tmpfs`` likewise)."""
     missing = (
         *(NETWORK_KINDS if no_namespaces else ()),
         *(DISK_KINDS if no_tmpfs else ()),
@@ -238,23 +246,27 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
     recorder = Recorder()
     transactions: TransactionalFinal | None = None
     added = [t for f in drawn.faults if f.kind == "broker-add" for t in f.targets]
-    network = (
-        Network.create([*cluster.node_ids, *added])
-        if needs_network(opts.faults)
-        else None
-    )
+    network: Network | None = None
+    proxies: LinkProxies | None = None
+    via_proxies: str | None = None
+    if needs_network(opts.faults):
+        no_namespaces = unavailable() if opts.links == "auto" else None
+        via_proxies = proxy_reason(opts.links, no_namespaces)
+        if via_proxies is None:
+            network = Network.create([*cluster.node_ids, *added])
+        else:
+            proxies = place_proxies(cluster, added)
     full = {t for f in drawn.faults if f.kind in DISK_KINDS for t in f.targets}
     try:
         disks = Disks.mount(cluster, full) if full else None
     except BaseException:
-        if network is not None:
-            network.close()
+        _close_links(network, proxies)
         raise
     servers = cluster.bootstrap
     if network is not None:
         place(cluster, network)
         servers = bootstrap(cluster, network)
-    injector = Injector(cluster, zookeeper, network, servers, TOPIC, disks)
+    injector = Injector(cluster, zookeeper, network, servers, TOPIC, disks, proxies)
     notes: list[str] = []
     try:
         cluster.up(timeout=120.0)
@@ -315,8 +327,8 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
         finally:
             if disks is not None:
                 disks.close()  # after the nodes; what they wrote is kept
-            if network is not None:
-                network.close()  # after the nodes: nothing is left in a namespace
+            # After the nodes: nothing is left in a namespace, or through a proxy.
+            _close_links(network, proxies)
     ops = recorder.ops
     (out_dir / "history.jsonl").write_text("".join(format_history(ops)))
     (out_dir / "final.json").write_text(encode_final_state(final, transactions))
@@ -330,7 +342,13 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
     faults = [r.to_json() for r in injector.done]
     marks = timeline.anomaly_marks(ops, report.anomalies, traced)
     timeline.save(out_dir / timeline.FILE, ops, faults, marks, title=out_dir.name)
-    lines = _summary(opts, injector, ops, report.counts(), traced, notes, network)
+    where = None
+    if network is not None:
+        where = f"{network.layout.prefix}*, 10.{network.layout.subnet}.0.0/24"
+    links = links_line(where, via_proxies)
+    if proxies is not None:
+        links += f"; {proxies.summary()}"
+    lines = _summary(opts, injector, ops, report.counts(), traced, notes, links)
     for anomaly in (*report.anomalies, *report.explained):
         where = f"{anomaly.topic}-{anomaly.partition}"
         lines.append(f"{anomaly.kind} {where} ops {anomaly.ops}: {anomaly.detail}")
@@ -342,6 +360,15 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
     if report.anomalies or traced:
         return 1
     return 2 if notes else 0
+
+
+def _close_links(network: Network | None, proxies: LinkProxies | None) -> None:
+    try:
+        if proxies is not None:
+            proxies.close()
+    finally:
+        if network is not None:
+            network.close()
 
 
 def crashes(cluster: ProcessCluster, injector: Injector) -> list[str]:
@@ -365,16 +392,8 @@ def _summary(
     counts: Mapping[AnomalyKind, int],
     traced: Sequence[TraceAnomaly],
     notes: Sequence[str],
-    network: Network | None,
+    links: str,
 ) -> list[str]:
-    links = (
-        "link faults: partitions injected, each node in a network namespace "
-        f"({network.layout.prefix}*, 10.{network.layout.subnet}.0.0/24); slow links "
-        "by tc netem, or tc tbf where the kernel lacks netem (each slow fault's line "
-        "says which)"
-        if network is not None
-        else "link faults: none requested (partitions need --faults naming them)"
-    )
     lines = [
         f"chaos run: seed {opts.seed}, {opts.duration:.0f}s, mode {opts.mode}, "
         f"{0 if opts.mode == 'zk' else opts.controllers} controller(s), "

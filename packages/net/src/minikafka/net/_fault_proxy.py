@@ -80,12 +80,13 @@ class FaultProxy:
             if self._links[d].open.is_set():
                 self._links[d].open = trio.Event()
 
-    def heal(self) -> None:
-        """No delay, nothing stalled, new connections accepted."""
+    def heal(self, directions: tuple[Direction, ...] = BOTH) -> None:
+        """No delay, nothing stalled (in ``directions``: a one-way fault healed while
+        the other direction stays stalled), new connections accepted."""
         self._refusing = False
-        for link in self._links.values():
-            link.delay = 0.0
-            link.open.set()
+        for d in directions:
+            self._links[d].delay = 0.0
+            self._links[d].open.set()
 
     def refuse(self, refusing: bool) -> None:
         """Accept new connections and reset them at once (``True``), or serve them."""
@@ -134,6 +135,16 @@ class FaultProxy:
                     _reset(client)
                     continue
                 nursery.start_soon(self._serve, client)
+
+    async def serve(self, client: trio.SocketStream) -> None:
+        """Forward one connection accepted elsewhere, until either end closes: a
+        listener that picks, per connection, whose faults it obeys (one proxy per
+        link between two nodes, behind one port) hands it over so."""
+        self.connections_accepted += 1
+        if self._refusing:
+            _reset(client)
+            return
+        await self._serve(client)
 
     async def _serve(self, client: trio.SocketStream) -> None:
         scope = trio.CancelScope()
