@@ -26,6 +26,7 @@ from ._accumulator import ProducerBatch as ProducerBatch
 from ._accumulator import ReadyCheck as ReadyCheck
 from ._accumulator import RecordAccumulator as RecordAccumulator
 from ._admin import AdminClient as AdminClient
+from ._admin_port import to_controller as to_controller
 from ._admin_txns import TransactionDescription as TransactionDescription
 from ._admin_txns import TransactionListing as TransactionListing
 from ._admin_types import RESOURCE_BROKER as RESOURCE_BROKER
@@ -187,4 +188,5 @@ __all__ = [
     "murmur2",
     "partition_for_key",
     "records_from",
+    "to_controller",
 ]

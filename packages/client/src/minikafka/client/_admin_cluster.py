@@ -7,10 +7,11 @@ Where each goes, as Kafka's Admin sends them: ListOffsets and DeleteRecords to e
 partition's leader (the Metadata answer names it); DescribeCluster to any broker;
 DescribeLogDirs to each broker asked about (only it knows its disks); ElectLeaders and
 the reassignment calls to the controller the metadata names (a KRaft broker forwards
-them to the active controller); DescribeQuorum to the bootstrap servers in turn, a
-broker forwarding it to the quorum's leader, a controller answering only if it leads.
-Answers come per partition, broker or log dir; a call that fails as a whole (the
-request's top-level error, no server reachable) raises :class:`KafkaException`.
+them to the active controller), asked again as :func:`~._admin_port.to_controller`
+says; DescribeQuorum to the bootstrap servers in turn, a broker forwarding it to the
+quorum's leader, a controller answering only if it leads. Answers come per partition,
+broker or log dir; a call that fails as a whole (the request's top-level error, no
+server reachable) raises :class:`KafkaException`.
 
 Versions: the lowest that carries what the client needs. ListOffsets is v5, and v7 to a
 leader asked for ``OffsetSpec.max_timestamp()`` (KIP-734) if it serves v7; a leader
@@ -21,11 +22,10 @@ without sending them. DeleteRecords is v2, the version Kafka 4's Admin sends.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-import trio
 from kio.schema.alter_partition_reassignments import v0 as alter_v0
 from kio.schema.alter_partition_reassignments import v1 as alter_v1
 from kio.schema.delete_records.v2 import request as delete_records
@@ -60,7 +60,14 @@ from minikafka.raft.wire import (
     encode_describe_quorum_request_v2,
 )
 
-from ._admin_port import AdminPort, AnyPartition, HasTopicPartition, by_topic, key
+from ._admin_port import (
+    AdminPort,
+    AnyPartition,
+    HasTopicPartition,
+    by_topic,
+    key,
+    to_controller,
+)
 from ._admin_port import where as describe_where
 from ._admin_types import (
     MAX_TIMESTAMP,
@@ -82,34 +89,6 @@ CONTROLLER_ENDPOINTS = 2
 NO_EPOCH = -1
 MAX_TIMESTAMP_VERSION = 7  # ListOffsets' first version with OffsetSpec.max_timestamp()
 Partitions = dict[TopicPartitionKey, KafkaError | None]
-
-
-RETRY_BACKOFF_S = 0.1  # retry.backoff.ms
-
-
-async def _to_controller(
-    admin: AdminPort,
-    ask: Callable[[], Awaitable[Any]],
-    error_of: Callable[[Any], ErrorCode],
-) -> Any:
-    """``ask()`` the controller again while it answers NOT_CONTROLLER or cannot be
-    reached (it moved, or is being elected), with fresh metadata each time, within the
-    request timeout; the last answer then. Kafka's ``KafkaAdminClient`` retries a
-    controller call so (``handleNotControllerError``, and a lost connection retried
-    until ``default.api.timeout.ms``), so a tool does not fail for a controller change
-    it could have waited out."""
-    with trio.move_on_after(admin._timeout().total_seconds()):
-        while True:
-            try:
-                answer = await ask()
-            except KafkaException as e:
-                if e.args[0].code() != TRANSPORT:
-                    raise
-            else:
-                if error_of(answer) != ErrorCode.not_controller:
-                    return answer
-            await trio.sleep(RETRY_BACKOFF_S)
-    return await ask()
 
 
 async def _alter_reassignments(
@@ -317,8 +296,10 @@ class ClusterAdmin:
             ),
             timeout=self._timeout(),
         )
-        response = await self.request(
-            await self.controller(), body, ElectLeadersResponse
+        # Asked again while the controller cannot be reached, not for NOT_CONTROLLER:
+        # Kafka's electLeaders hands that to its caller (no handleNotControllerError).
+        response = await to_controller(
+            self, lambda node: self.request(node, body, ElectLeadersResponse)
         )
         _raise_for(response.error_code, None)
         return {
@@ -344,8 +325,7 @@ class ClusterAdmin:
         then gets UNSUPPORTED_VERSION, as Kafka's client throws."""
         wanted = {key(tp): target for tp, target in reassignments.items()}
 
-        async def ask() -> Any:
-            controller = await self.controller()
+        async def ask(controller: Node) -> Any:
             try:
                 served = await self.client.api_versions(controller)
             except (ClientError, OSError) as e:
@@ -360,10 +340,10 @@ class ClusterAdmin:
                 self, controller, wanted, v1, allow_replication_factor_change
             )
 
-        response = await _to_controller(
+        response = await to_controller(
             self,
             ask,
-            lambda r: r.error_code if hasattr(r, "error_code") else ErrorCode.none,
+            lambda r: getattr(r, "error_code", None) == ErrorCode.not_controller,
         )
         if isinstance(response, Node):
             text = (
@@ -400,8 +380,10 @@ class ClusterAdmin:
                 for t, ps in by_topic(wanted).items()
             ),
         )
-        response = await self.request(
-            await self.controller(), body, ListPartitionReassignmentsResponse
+        response = await to_controller(
+            self,
+            lambda node: self.request(node, body, ListPartitionReassignmentsResponse),
+            lambda r: r.error_code == ErrorCode.not_controller,
         )
         _raise_for(response.error_code, response.error_message)
         return {

@@ -3,14 +3,16 @@
 Kafka's admin requests are not all sent to the same broker, and the rule is the Admin
 client's to know: CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders and the
 reassignment requests go to the controller the metadata names (a KRaft broker forwards
-them to the active controller when it is not one, KIP-590), DescribeConfigs,
-IncrementalAlterConfigs and AlterConfigs to any broker except a broker's own resource,
-which goes to that broker, ListGroups to every broker (each knows only the groups it
-coordinates), DescribeGroups, DeleteGroups and a group's offset requests (OffsetFetch,
-OffsetCommit, OffsetDelete) to each group's coordinator (FindCoordinator), ListOffsets
-to each partition's leader, DescribeLogDirs to each broker asked about. The bootstrap
-servers are nodes -1, -2, ... until a Metadata answer names the brokers, as in Kafka's
-``ClientUtils``; after that the known brokers are asked first.
+them to the active controller when it is not one, KIP-590), and again while it cannot
+be reached or answers NOT_CONTROLLER where Kafka's Admin looks for that
+(:func:`~._admin_port.to_controller`); DescribeConfigs, IncrementalAlterConfigs and
+AlterConfigs to any broker except a broker's own resource, which goes to that broker,
+ListGroups to every broker (each knows only the groups it coordinates), DescribeGroups,
+DeleteGroups and a group's offset requests (OffsetFetch, OffsetCommit, OffsetDelete) to
+each group's coordinator (FindCoordinator), ListOffsets to each partition's leader,
+DescribeLogDirs to each broker asked about. The bootstrap servers are nodes -1, -2, ...
+until a Metadata answer names the brokers, as in Kafka's ``ClientUtils``; after that
+the known brokers are asked first.
 
 A request any broker can answer (FindCoordinator, DescribeCluster) goes to the least
 loaded broker (:class:`~._least_loaded.LeastLoaded`, Kafka's Admin's
@@ -20,11 +22,12 @@ chosen again, until ``default.api.timeout.ms`` has passed since the call began (
 costs one request timeout, not every call to it. Metadata asks the least loaded known
 broker first, then the other known brokers and the bootstrap servers, once each.
 
-This class holds the routing, topics, configs and group descriptions; the group
-listings and offsets are mixed in from :mod:`._admin_groups`, the partition and
-cluster calls (offsets, log dirs, elections, reassignments, the quorum) from
-:mod:`._admin_cluster`, the transaction listings and descriptions (KIP-664) from
-:mod:`._admin_txns`, all written against the port in :mod:`._admin_port`.
+This class holds the routing, the topic listing, configs and group descriptions; the
+topic changes are mixed in from :mod:`._admin_topics`, the group listings and offsets
+from :mod:`._admin_groups`, the partition and cluster calls (offsets, log dirs,
+elections, reassignments, the quorum) from :mod:`._admin_cluster`, the transaction
+listings and descriptions (KIP-664) from :mod:`._admin_txns`, all written against the
+port in :mod:`._admin_port`.
 
 The operations answer per topic, partition, resource or group with a value or the
 :class:`KafkaError` the broker gave for it, and raise :class:`KafkaException` only for
@@ -50,22 +53,8 @@ from typing import TypeVar
 
 import trio
 from kio.schema.alter_configs.v1.response import AlterConfigsResponse
-from kio.schema.create_partitions.v1.request import (
-    CreatePartitionsRequest,
-    CreatePartitionsTopic,
-)
-from kio.schema.create_partitions.v1.response import CreatePartitionsResponse
-from kio.schema.create_topics.v4.request import (
-    CreatableReplicaAssignment,
-    CreatableTopic,
-    CreatableTopicConfig,
-    CreateTopicsRequest,
-)
-from kio.schema.create_topics.v4.response import CreateTopicsResponse
 from kio.schema.delete_groups.v1.request import DeleteGroupsRequest
 from kio.schema.delete_groups.v1.response import DeleteGroupsResponse
-from kio.schema.delete_topics.v3.request import DeleteTopicsRequest
-from kio.schema.delete_topics.v3.response import DeleteTopicsResponse
 from kio.schema.describe_configs.v3.response import DescribeConfigsResponse
 from kio.schema.describe_groups.v4.request import DescribeGroupsRequest
 from kio.schema.describe_groups.v4.response import DescribeGroupsResponse
@@ -77,8 +66,8 @@ from kio.schema.incremental_alter_configs.v1.response import (
 )
 from kio.schema.metadata.v8.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.metadata.v8.response import MetadataResponse
-from kio.schema.types import BrokerId, GroupId, TopicName
-from kio.static.primitive import i8, i16, i32, i32Timedelta
+from kio.schema.types import GroupId, TopicName
+from kio.static.primitive import i8, i32Timedelta
 from kio.static.protocol import RequestPayload, ResponsePayload
 
 from minikafka.common import ConfigError
@@ -106,6 +95,7 @@ from ._admin_configs import (
 )
 from ._admin_groups import GroupOffsetsAdmin
 from ._admin_port import where
+from ._admin_topics import TopicsAdmin
 from ._admin_txns import TransactionsAdmin
 from ._admin_types import (
     AlterConfigOp,
@@ -114,8 +104,6 @@ from ._admin_types import (
     ConfigResource,
     ConsumerGroupDescription,
     MemberDescription,
-    NewPartitions,
-    NewTopic,
     PartitionMetadata,
     TopicMetadata,
     error_or_none,
@@ -200,7 +188,7 @@ def metadata_request(
 _RETRIABLE = (DisconnectedError, RequestTimedOut, OSError)
 
 
-class AsyncAdminClient(GroupOffsetsAdmin, ClusterAdmin, TransactionsAdmin):
+class AsyncAdminClient(TopicsAdmin, GroupOffsetsAdmin, ClusterAdmin, TransactionsAdmin):
     """``async with AsyncAdminClient.open({"bootstrap.servers": ...}) as admin``."""
 
     def __init__(
@@ -362,79 +350,7 @@ class AsyncAdminClient(GroupOffsetsAdmin, ClusterAdmin, TransactionsAdmin):
             datetime.timedelta(milliseconds=self.request_timeout_ms)
         )
 
-    # --- topics -------------------------------------------------------------------
-
-    async def create_topics(
-        self, new_topics: Iterable[NewTopic], *, validate_only: bool = False
-    ) -> dict[str, KafkaError | None]:
-        """CreateTopics v4 (-1 partitions or factor: the broker's defaults, KIP-464; a
-        topic's ``replica_assignment`` places its partitions by hand)."""
-        request = CreateTopicsRequest(
-            topics=tuple(
-                CreatableTopic(
-                    name=TopicName(t.topic),
-                    num_partitions=i32(t.num_partitions),
-                    replication_factor=i16(t.replication_factor),
-                    assignments=tuple(
-                        CreatableReplicaAssignment(
-                            partition_index=i32(index),
-                            broker_ids=tuple(BrokerId(b) for b in replicas),
-                        )
-                        for index, replicas in enumerate(t.replica_assignment)
-                    ),
-                    configs=tuple(
-                        CreatableTopicConfig(name=k, value=v)
-                        for k, v in t.config.items()
-                    ),
-                )
-                for t in new_topics
-            ),
-            timeout=self._timeout(),
-            validate_only=validate_only,
-        )
-        response = await self.request(
-            await self.controller(), request, CreateTopicsResponse
-        )
-        return {
-            str(r.name): error_or_none(int(r.error_code), r.error_message)
-            for r in response.topics
-        }
-
-    async def delete_topics(
-        self, topics: Iterable[str]
-    ) -> dict[str, KafkaError | None]:
-        request = DeleteTopicsRequest(
-            topic_names=tuple(TopicName(t) for t in topics), timeout=self._timeout()
-        )
-        response = await self.request(
-            await self.controller(), request, DeleteTopicsResponse
-        )
-        return {
-            str(r.name): error_or_none(int(r.error_code)) for r in response.responses
-        }
-
-    async def create_partitions(
-        self, new_partitions: Iterable[NewPartitions], *, validate_only: bool = False
-    ) -> dict[str, KafkaError | None]:
-        request = CreatePartitionsRequest(
-            topics=tuple(
-                CreatePartitionsTopic(
-                    name=TopicName(p.topic),
-                    count=i32(p.new_total_count),
-                    assignments=None,
-                )
-                for p in new_partitions
-            ),
-            timeout=self._timeout(),
-            validate_only=validate_only,
-        )
-        response = await self.request(
-            await self.controller(), request, CreatePartitionsResponse
-        )
-        return {
-            str(r.name): error_or_none(int(r.error_code), r.error_message)
-            for r in response.results
-        }
+    # --- topics (creating, deleting and growing them: _admin_topics) -------------
 
     async def list_topics(self, topic: str | None = None) -> ClusterMetadata:
         """The cluster's brokers and topics (or one topic), as confluent-kafka's."""

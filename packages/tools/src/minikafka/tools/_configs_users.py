@@ -34,7 +34,7 @@ from kio.schema.describe_user_scram_credentials.v0.response import (
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i8, i32
 
-from minikafka.client import AsyncAdminClient, KafkaError
+from minikafka.client import AsyncAdminClient, KafkaError, to_controller
 from minikafka.security import SCRAM_MECHANISMS, ScramMechanism, salted_password
 
 from ._configs import AdminCallFailed, ConfigCommandError
@@ -106,8 +106,13 @@ async def alter_user(
         ),
         upsertions=tuple(_upsertion(user, *u) for u in upserts),
     )
-    node = await cluster.controller()
-    response = await cluster.request(node, body, AlterUserScramCredentialsResponse)
+    # Sent again whole while the controller moves, as Kafka's Admin does: NOT_CONTROLLER
+    # in any user's answer (handleNotControllerError), or a lost connection.
+    response = await to_controller(
+        cluster,
+        lambda node: cluster.request(node, body, AlterUserScramCredentialsResponse),
+        lambda r: any(u.error_code == ErrorCode.not_controller for u in r.results),
+    )
     for result in response.results:
         if result.error_code != ErrorCode.none:
             raise AdminCallFailed(
