@@ -409,7 +409,8 @@ class Injector:
                 self.servers, self.topic, operations.rotated(first)
             )
         except operations.RefusedError as refused:
-            self._assignment = {}
+            # Refused for some partitions only: the others rotated, and go back.
+            self._assignment = first if refused.per_partition else {}
             return f"refused: {refused}"
         self._assignment = first
         return done

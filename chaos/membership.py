@@ -120,13 +120,14 @@ def _moved(
     servers: str, topic: str, target: dict[int, list[int]], *, wait: bool
 ) -> tuple[str, bool]:
     """``target`` reassigned, and with ``wait`` waited for: what the tool said (and
-    whether it completed), and whether anything was moved (the tool refuses,
+    whether it completed), and whether anything may have moved (the tool refuses,
     mid-fault, an assignment naming a broker not registered then: Kafka's answer,
-    recorded)."""
+    recorded; when the controller refused only some partitions, the others moved,
+    and the heal must move them back: chaos seed 141)."""
     try:
         said = operations.reassign(servers, topic, target)
     except operations.RefusedError as refused:
-        return f"refused: {refused}", False
+        return f"refused: {refused}", refused.per_partition
     if not wait:
         return said, True
     if wait_assigned(servers, topic, target, DRAIN_WAIT):

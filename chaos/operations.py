@@ -125,9 +125,13 @@ def reassign(servers: str, topic: str, assignment: dict[int, list[int]]) -> str:
         done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     finally:
         os.unlink(file.name)
-    said = last_line(done.stdout + done.stderr)
+    output = done.stdout + done.stderr
+    said = last_line(output)
     if done.returncode != 0:
-        raise RefusedError(f"reassign-partitions exited {done.returncode}: {said}")
+        raise RefusedError(
+            f"reassign-partitions exited {done.returncode}: {said}",
+            per_partition=PER_PARTITION in output,
+        )
     moves = " ".join(f"{p}:{r}" for p, r in sorted(assignment.items()))
     return f"reassign-partitions --execute {moves}: {said}"
 
@@ -143,7 +147,17 @@ def last_line(output: str) -> str:
     return said[-1] if said else ""
 
 
+PER_PARTITION = "Error reassigning partition(s)"
+"""What the tool says when the controller refused some partitions of the file, one line
+each: the others may have moved."""
+
+
 class RefusedError(RuntimeError):
     """Kafka's tool refused the operation (as it refuses, mid-fault, an assignment
     naming a broker that is not registered then): Kafka's answer, kept in the
-    record, not a failure of the harness."""
+    record, not a failure of the harness. ``per_partition``: the controller refused
+    some partitions, and the rest of the file may have moved."""
+
+    def __init__(self, message: str, *, per_partition: bool = False) -> None:
+        super().__init__(message)
+        self.per_partition = per_partition

@@ -411,6 +411,36 @@ def test_a_bounced_broker_is_failed_then_started() -> None:
     assert requests(result, LeaderAndIsr)[1].broker_epoch == 501  # the new incarnation
 
 
+def test_a_starting_broker_hears_the_cluster_before_its_leader_and_isr() -> None:
+    """Kafka's onBrokerStartup: UpdateMetadata first, in a batch of its own, so that a
+    LeaderAndIsr whose answer is lost cannot hold the broker's first view of the
+    cluster behind it on its channel (chaos seed 141)."""
+    controller = started((1, 2))
+    controller.on_topic_change({"t": assignment({0: [1, 2, 3]})}, NOW)
+    result = controller.on_broker_change(brokers(1, 2, 3), NOW)
+    to_3 = [type(r.payload) for r in result.messages if r.broker_id == 3]
+    assert to_3[:2] == [UpdateMetadata, LeaderAndIsr]
+    first = next(r.payload for r in result.messages if r.broker_id == 3)
+    assert isinstance(first, UpdateMetadata)
+    assert ("t", 0) in partition_states(first)
+    assert sorted(b.broker_id for b in first.live_brokers) == [1, 2, 3]
+
+
+def test_a_new_controller_tells_every_broker_the_cluster_before_any_leader_and_isr() -> (
+    None
+):
+    cluster = ZkCluster(
+        brokers(1, 2),
+        {"t": assignment({0: [1, 2]})},
+        {("t", 0): (LeaderIsrAndControllerEpoch(1, 0, (1, 2), 2), 0)},
+        frozenset(),
+    )
+    _, result = ZkController.become_active(0, EPOCH, cluster, NOW)
+    for b in (1, 2):
+        kinds = [type(r.payload) for r in result.messages if r.broker_id == b]
+        assert kinds[:2] == [UpdateMetadata, LeaderAndIsr]
+
+
 def test_a_preferred_election_gives_leadership_back_to_the_first_replica() -> None:
     controller = started()
     controller.on_topic_change({"t": assignment({0: [1, 2], 1: [2, 3]})}, NOW)
@@ -670,6 +700,36 @@ def test_a_move_may_be_forbidden_to_change_the_replication_factor() -> None:
     )
     assert answer(reassign(controller, None, allow_rf_change=False))[0] is (
         ErrorCode.none
+    )
+
+
+def test_a_move_may_name_a_replica_whose_broker_is_down_but_adds_only_live_ones() -> (
+    None
+):
+    """Kafka 2.8's validateReplicas: only the replicas to be added must be on live
+    brokers. Broker 1, down (restarting), keeps its replica of the target; broker 4,
+    not registered, cannot be added (chaos seed 141)."""
+    controller = started((1, 2, 3, 4))
+    controller.on_topic_change({"t": assignment({0: [1, 2, 3]})}, NOW)
+    controller.on_broker_change(brokers(2, 3, 4), NOW)
+
+    def answer(result: ZkControllerResult) -> tuple[ErrorCode, str | None]:
+        (reply,) = result.replies
+        assert isinstance(reply, AlterPartitionReassignmentsResponse)
+        (partition,) = reply.partitions
+        return partition.error_code, partition.error_message
+
+    assert answer(reassign(controller, (4, 1, 2))) == (ErrorCode.none, None)
+    assert controller.context.topics["t"].adding[0] == (4,)
+    reassign(controller, None)
+    controller.on_broker_change(brokers(2, 3), NOW)
+    code, message = answer(reassign(controller, (4, 1, 2)))
+    assert code is ErrorCode.invalid_replica_assignment
+    assert message is not None
+    assert "not alive" in message
+    assert "[4]" in message
+    assert answer(reassign(controller, (2, 2, 3)))[0] is (
+        ErrorCode.invalid_replica_assignment
     )
 
 

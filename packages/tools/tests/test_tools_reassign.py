@@ -4,14 +4,21 @@ to bad ones: each names what is wrong, and nothing is sent to the cluster."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
+from typing import cast
 
+import attrs
 import pytest
 from typer.testing import CliRunner
 
+from minikafka.client import AsyncAdminClient, ClusterDescription
+from minikafka.common import TopicPartition
+from minikafka.net import Node
 from minikafka.tools._cli import app
 from minikafka.tools._connection import ToolError
 from minikafka.tools._reassign import (
     assignment_json,
+    execute,
     parse_assignment,
     parse_topics_to_move,
 )
@@ -100,3 +107,39 @@ def test_the_tools_refuse_bad_usage_before_connecting() -> None:
     unknown = runner.invoke(app, [*election, "--election-type", "FASTEST"])
     assert unknown.exit_code == 2
     assert "PREFERRED or UNCLEAN" in unknown.output
+
+
+@attrs.define
+class _Cluster:
+    """A cluster whose DescribeCluster lists ``registered``; records what is moved."""
+
+    registered: tuple[int, ...]
+    moved: list[Mapping[TopicPartition, Sequence[int] | None]] = attrs.Factory(list)
+
+    async def describe_cluster(self) -> ClusterDescription:
+        nodes = tuple(Node(b, "127.0.0.1", 9092 + b) for b in self.registered)
+        return ClusterDescription("c", None, nodes)
+
+    async def alter_partition_reassignments(
+        self,
+        target: Mapping[TopicPartition, Sequence[int] | None],
+        *,
+        allow_replication_factor_change: bool = True,
+    ) -> dict[TopicPartition, None]:
+        self.moved.append(target)
+        return dict.fromkeys(target)
+
+
+async def test_an_assignment_naming_a_broker_not_registered_moves_nothing() -> None:
+    """Kafka's tool checks every broker the file names against DescribeCluster before
+    sending anything (``verifyBrokerIds``): no partition moves when one names a broker
+    that is down, rather than the others moving alone (chaos seed 141)."""
+    cluster = _Cluster(registered=(1, 2, 4))
+    target = {("t", 0): (4, 1, 2), ("t", 1): (0, 4, 3)}
+    with pytest.raises(ToolError, match="Unknown broker id 0"):
+        await execute(cast(AsyncAdminClient, cluster), target)
+    assert cluster.moved == []
+    await execute(cast(AsyncAdminClient, cluster), {("t", 0): (4, 1, 2)})
+    assert len(cluster.moved) == 1
+    # A cancellation names no broker: nothing to check.
+    await execute(cast(AsyncAdminClient, _Cluster(registered=())), {("t", 0): None})

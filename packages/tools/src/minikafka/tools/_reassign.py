@@ -135,7 +135,20 @@ async def execute(
 ) -> None:
     """AlterPartitionReassignments to ``target`` (None: cancel), through the client's
     ``alter_partition_reassignments``; a ToolError naming each partition refused and
-    why, as kafka-reassign-partitions.sh prints them."""
+    why, as kafka-reassign-partitions.sh prints them.
+
+    First, as Kafka's tool does (``verifyBrokerIds``), every broker the targets name
+    must be among those DescribeCluster lists (the registered ones): otherwise nothing
+    is sent, rather than the partitions naming only registered brokers moving and the
+    others refused one by one."""
+    named = {
+        b for replicas in target.values() if replicas is not None for b in replicas
+    }
+    if named:
+        described = await as_tool_error(cluster.describe_cluster())
+        unknown = sorted(named - {node.node_id for node in described.nodes})
+        if unknown:
+            raise ToolError(f"Unknown broker id {unknown[0]}")
     wanted = {
         TopicPartition(topic, partition): replicas
         for (topic, partition), replicas in sorted(target.items())

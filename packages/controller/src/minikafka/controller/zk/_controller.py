@@ -143,6 +143,10 @@ class ZkController(TopicDeletion, Reassignments, LeaderElections):
         self._batch.add_update_metadata(
             context.live_or_shutting_down(), context.partitions()
         )
+        # Its own batch, before the replicas' LeaderAndIsr (Kafka's
+        # onControllerFailover): a broker learns the cluster first, even when a
+        # LeaderAndIsr is slow to answer.
+        self._send_batch()
         # Kafka's ReplicaStateMachine.startup: every replica is told again what it is;
         # a replica whose broker is down leaves the ISRs it is still written into (its
         # broker may have died while there was no controller to take it out).
@@ -402,8 +406,15 @@ class ZkController(TopicDeletion, Reassignments, LeaderElections):
     def _on_broker_startup(self, new: set[int]) -> None:
         context = self.context
         existing = [b for b in context.live_or_shutting_down() if b not in new]
+        # Kafka's onBrokerStartup sends these two in batches of their own, before the
+        # LeaderAndIsr of the new brokers' replicas: a LeaderAndIsr whose answer is
+        # lost (a link cut just after it arrived) would otherwise hold the new broker's
+        # first UpdateMetadata behind it on its channel, and the broker would answer
+        # Metadata without the cluster until the controller moved (chaos seed 141).
         self._batch.add_update_metadata(existing, [])
+        self._send_batch()
         self._batch.add_update_metadata(sorted(new), context.leadership)
+        self._send_batch()
         replicas = context.replicas_on(new)
         self._replicas_to(
             [r for r in replicas if r[0] not in context.deleting], _R.ONLINE_REPLICA

@@ -183,6 +183,8 @@ class ZkStateMachines:
     _deletion_started: set[str] = attrs.field(init=False, factory=set)
     _writes: list[Op] = attrs.field(init=False, factory=list)
     _batch: RequestBatch = attrs.field(init=False)
+    _sent: list[BrokerRequest] = attrs.field(init=False, factory=list)
+    """The event's batches already closed (:meth:`_send_batch`), in order."""
 
     @_batch.default
     def _new_batch(self) -> RequestBatch:
@@ -373,10 +375,19 @@ class ZkStateMachines:
         self._cause = cause
         self._now = now
         self._writes = []
+        self._sent = []
+        self._batch = RequestBatch(self.controller_id)
+
+    def _send_batch(self) -> None:
+        """Close the batch so far (Kafka's ``sendRequestsToBrokers``): its requests
+        go before any added after, whatever their kind. Within one batch each broker
+        hears LeaderAndIsr, then UpdateMetadata, then StopReplica, as in Kafka."""
+        self._sent.extend(self._batch.requests(self.context, self.listener))
         self._batch = RequestBatch(self.controller_id)
 
     def _end(self, response: ZkResponse = None) -> ZkControllerResult:
-        requests = self._batch.requests(self.context, self.listener)
+        self._send_batch()
+        requests, self._sent = self._sent, []
         replies = () if response is None else (response,)
         return CoreResult(tuple(self._writes), replies, tuple(requests))
 

@@ -24,14 +24,13 @@ the request forbids it (KIP-860, as in KRaft mode).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 import attrs
 from kio.schema.errors import ErrorCode
 
 from minikafka.zk import SetData, topic_path
 
-from .._placement import PlacementError, validate_manual_assignment
 from .._reassignment import rf_change_refused
 from .._requests import (
     AlterPartitionReassignmentsRequest,
@@ -97,10 +96,9 @@ class Reassignments(ZkStateMachines):
             trs: Sequence[int] = ors
         else:
             trs = item.replicas
-            try:
-                validate_manual_assignment({0: trs}, list(context.brokers))
-            except PlacementError as exc:
-                return exc.error_code, exc.message
+            invalid = _invalid_target(trs, ors, context.brokers)
+            if invalid is not None:
+                return ErrorCode.invalid_replica_assignment, invalid
             if not allow_rf_change:
                 removing = assignment.removing.get(item.partition, ())
                 heading = [
@@ -229,3 +227,28 @@ class Reassignments(ZkStateMachines):
         )
         self.context.topics[tp[0]] = updated
         self._writes.append(SetData(topic_path(tp[0]), updated.encode()))
+
+
+def _invalid_target(
+    trs: Sequence[int], ors: Sequence[int], live: Collection[int]
+) -> str | None:
+    """Why a target replica list is refused, None if it is not (Kafka 2.8's
+    ``KafkaController.validateReplicas``): empty, a broker twice, a negative id, or a
+    replica to be added on a broker not registered. A replica the partition already
+    has may be on a broker that is down: it catches up when that broker is back, as
+    it would without the move (KRaft's controller asks only that it be registered)."""
+    if not trs:
+        return "Empty replica list specified in partition reassignment."
+    if len(set(trs)) != len(trs):
+        return (
+            f"Duplicate replica ids in partition reassignment replica list: {list(trs)}"
+        )
+    if any(b < 0 for b in trs):
+        return f"Invalid broker id in replica list: {list(trs)}"
+    adding = [b for b in trs if b not in ors]
+    if not set(adding) <= set(live):
+        return (
+            "Replica assignment has brokers that are not alive. Replica list: "
+            f"{adding}, live broker list: {sorted(live)}"
+        )
+    return None
