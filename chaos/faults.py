@@ -166,6 +166,13 @@ def active_controller(
     return None
 
 
+def said(exc: BaseException) -> str:
+    """What a failed step's exception says: its text, or its type's name when it has
+    none (a future's ``TimeoutError``, which left chaos seed 142's two unanswered
+    ElectLeaders recorded as ``start: `` and nothing more)."""
+    return str(exc) or type(exc).__name__
+
+
 class Injector:
     """Starts and heals :class:`Fault`\\ s on ``cluster``; :meth:`heal_all` leaves every
     node running and none stopped, whatever happened."""
@@ -302,7 +309,7 @@ class Injector:
                     self.cluster.kill(node)
             record.started = now
         except Exception as exc:  # the run goes on: the record says what failed
-            record.error = f"start: {exc}"
+            record.error = f"start: {said(exc)}"
 
     def _down_by(self, node: int, record: Injected) -> str | None:
         """The kind of another active fault that took ``node`` down, if one did."""
@@ -337,7 +344,7 @@ class Injector:
                     self._revive(node)
             record.healed = now
         except Exception as exc:
-            record.error = f"heal: {exc}"
+            record.error = f"heal: {said(exc)}"
 
     def _links(self) -> Network | LinkProxies:
         """What cuts and heals links: the namespaces' rules, or the proxies."""
