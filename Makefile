@@ -152,9 +152,12 @@ typecheck: sync
 # after another). In both runs the groups known to take minutes start first, longest
 # first (conftest.py's LONGEST_FIRST, from MINIKAFKA_TEST_TIMES=FILE's per-test times:
 # keep it in order as tests are added), so no worker runs a long one alone at the end
-# (the last fresh run's times scheduled again: the serial run's workers end at 799 and
-# 811 s, where xdist's own order, the groups with most tests first, ended them at 745
-# and 865, the chaos run and the soak last on one worker);
+# (the last fresh run's times scheduled again: the serial run's groups end on its two
+# workers at 830 and 849 s of their tests' own time, 755 and 773 with what was cut
+# since; an earlier run's, in xdist's own order, the groups with most tests first,
+# ended them at 745 and 865, the chaos run and the soak last on one worker). A fresh
+# clone's whole `make test` took 31.1 min on the 2-core machine before that cut (the
+# non-serial run 648 s, the serial run 992 s);
 # PYTEST_WORKERS=0 runs them all in one process. PYTEST_ARGS go to both
 # runs (paths, -k, -x). Each run ends with its ten slowest tests; pytest's exit 5
 # (nothing collected: no serial test among the paths) is not a failure. The two runs go
