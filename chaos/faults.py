@@ -58,6 +58,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import attrs
@@ -175,7 +176,12 @@ def said(exc: BaseException) -> str:
 
 class Injector:
     """Starts and heals :class:`Fault`\\ s on ``cluster``; :meth:`heal_all` leaves every
-    node running and none stopped, whatever happened."""
+    node running and none stopped, whatever happened.
+
+    Two threads may call it at once (the runner carries long steps out on a lane of
+    their own: :mod:`chaos.carry`), each on faults of its own: a fault's start and heal
+    come one after the other, :meth:`heal_all` once no step is under way. Each record's
+    ``started`` and ``healed`` are when its step was carried out, on time or not."""
 
     def __init__(
         self,
@@ -195,6 +201,9 @@ class Injector:
         self.topic = topic
         self.done: list[Injected] = []
         self._active: dict[int, Injected] = {}  # id(fault) -> its record
+        # The runner carries long steps out on a thread of their own (chaos.carry):
+        # the records' list and map are changed under this lock, and read as copies.
+        self._lock = threading.Lock()
         self._paused: set[int] = set()
         self._zookeeper_paused: int | None = None
         self._assignment: dict[int, list[int]] = {}
@@ -242,8 +251,9 @@ class Injector:
         ):
             raise ValueError(f"{fault.kind} needs the node's log dir on a tmpfs")
         record = Injected(fault)
-        self.done.append(record)
-        self._active[id(fault)] = record
+        with self._lock:
+            self.done.append(record)
+            self._active[id(fault)] = record
         try:
             if fault.kind in PARTITION_KINDS:
                 self._links().cut(fault.links)
@@ -313,7 +323,7 @@ class Injector:
 
     def _down_by(self, node: int, record: Injected) -> str | None:
         """The kind of another active fault that took ``node`` down, if one did."""
-        for other in self._active.values():
+        for other in self._records():
             if (
                 other is not record
                 and other.started is not None
@@ -324,7 +334,8 @@ class Injector:
 
     def heal(self, fault: Fault, now: float) -> None:
         self.note_zookeeper_refusals()
-        record = self._active.pop(id(fault), None)
+        with self._lock:
+            record = self._active.pop(id(fault), None)
         if record is None or record.started is None:
             return
         try:
@@ -345,6 +356,11 @@ class Injector:
             record.healed = now
         except Exception as exc:
             record.error = f"heal: {said(exc)}"
+
+    def _records(self) -> list[Injected]:
+        """The active faults' records now."""
+        with self._lock:
+            return list(self._active.values())
 
     def _links(self) -> Network | LinkProxies:
         """What cuts and heals links: the namespaces' rules, or the proxies."""
@@ -389,10 +405,7 @@ class Injector:
                     raise
             else:
                 held = frozenset(
-                    n
-                    for r in self._active.values()
-                    if r.started is not None
-                    for n in r.nodes
+                    n for r in self._records() if r.started is not None for n in r.nodes
                 )
                 said, first = membership.remove_broker(
                     self.cluster, node, self.servers, self.topic, self._home(), held
@@ -496,7 +509,7 @@ class Injector:
         behaviour, not a crash. A broker another active fault keeps down stays down."""
         kept_down = {
             node
-            for record in self._active.values()
+            for record in self._records()
             if record.started is not None
             for node in record.nodes
         }
@@ -527,7 +540,7 @@ class Injector:
         """Every fault still active healed, every paused node continued, every node
         not running started."""
         self.note_zookeeper_refusals()
-        for record in list(self._active.values()):
+        for record in self._records():
             self.heal(record.fault, time.time())
         if self.network is not None or self.proxies is not None:
             self._links().heal()

@@ -6,14 +6,18 @@
    (an ``acks=all`` write is then on two replicas at least, as Jepsen's Kafka runs set).
 2. Draw the nemesis's schedule from the seed (:mod:`chaos.nemesis`) for the cluster's
    topology and run the workloads (:mod:`chaos.workload`) while :class:`~.faults.Injector`
-   starts and heals each fault at its time (late if the one before took long: the
-   record keeps when each really happened).
+   starts and heals each fault at its time (:func:`~.carry.carry_out`: the steps that
+   wait on the cluster -- admin operations, membership changes, ZooKeeper restarts --
+   on a lane of their own, so that they hold up no other fault's heal; a step may
+   still be late, and the record keeps when each really happened).
 3. Heal everything, stop the workloads, wait for every partition's whole ISR, read the
    final state back (with transactions, ``chaos-out`` both ways and the transform
    group's offsets too), and check the history (:mod:`chaos.checker`) and the traces
    (:mod:`chaos.traces`).
 4. Write ``history.jsonl``, ``final.json``, ``faults.jsonl`` (the schedule as carried
-   out), ``summary.txt`` (printed too), ``timeline.svg`` (:mod:`chaos.timeline`: the
+   out: each fault's ``start`` and ``heal`` as drawn, its ``started_at`` and
+   ``healed_at`` as carried out), ``summary.txt`` (printed too, with the schedule's
+   lateness: :func:`~.carry.lateness_line`), ``timeline.svg`` (:mod:`chaos.timeline`: the
    faults, the operations' outcomes and the anomalies over time), and keep
    ``cluster/`` (its nodes' logs and ``traces/``) to ``OUT``; the exit status is 1 on
    any anomaly, 2 if the run itself went wrong (a worker died, a node crashed, the
@@ -36,6 +40,7 @@ from minikafka.broker.testing import ProcessCluster, free_ports
 from minikafka.trace import read_trace
 
 from . import timeline
+from .carry import carry_out, lateness_line
 from .checker import ANOMALY_KINDS, AnomalyKind, check
 from .churn import TopicChurn
 from .disk import Disks
@@ -268,6 +273,7 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
         servers = bootstrap(cluster, network)
     injector = Injector(cluster, zookeeper, network, servers, TOPIC, disks, proxies)
     notes: list[str] = []
+    origin = time.time()  # the schedule's instant 0, on the records' clock
     try:
         cluster.up(timeout=120.0)
         _create_topic(servers, opts.partitions)
@@ -299,15 +305,8 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
         ]
         for worker in workers:
             worker.start()
-        began = time.monotonic()
-        for at, what, fault in drawn.steps():
-            wait = began + at - time.monotonic()
-            if wait > 0:
-                time.sleep(wait)  # the schedule's next step is due then
-            if what == "start":
-                injector.start(fault, time.time())
-            else:
-                injector.heal(fault, time.time())
+        began, origin = time.monotonic(), time.time()
+        carry_out(drawn.steps(), injector, began)
         injector.heal_all()
         rest = began + opts.duration - time.monotonic()
         if rest > 0:
@@ -349,6 +348,7 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
     if proxies is not None:
         links += f"; {proxies.summary()}"
     lines = _summary(opts, injector, ops, report.counts(), traced, notes, links)
+    lines.insert(2, lateness_line(injector.done, origin))
     for anomaly in (*report.anomalies, *report.explained):
         where = f"{anomaly.topic}-{anomaly.partition}"
         lines.append(f"{anomaly.kind} {where} ops {anomaly.ops}: {anomaly.detail}")

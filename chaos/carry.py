@@ -1,0 +1,206 @@
+"""Carrying the nemesis's schedule out on time, and measuring how late it was.
+
+Most steps take a moment: a signal, a blackhole rule, a qdisc. Some wait on the
+cluster: an admin operation (``reassign``, ``elect-leaders``: Kafka's tool or the admin
+client, with 30-60 s timeouts, retried), a membership change (``broker-add``,
+``broker-remove``: a broker started, replicas moved, a wait for it to be ready), a
+ZooKeeper restart (a wait until the server answers ``ruok``). Carried out one after the
+other, one such step held up every step behind it: chaos seed 142's 26 s one-way cut
+lasted 307 s behind two reassignments to an unreachable broker, seed 141's 20 s bridge
+121 s behind a broker-remove's waits.
+
+:func:`carry_out` runs those :data:`LONG_KINDS` on a lane of their own (one worker
+thread, the steps in the schedule's order) while the schedule's other steps happen at
+their time. What the serial order guaranteed and the nemesis's rules assume is kept:
+
+- a fault's heal follows its start: a fault started on the lane is healed on it;
+- a start happens only once every heal the schedule put before it is done (the rules
+  -- at most ``concurrency`` at once, one fault per node, never every broker down --
+  are about the faults active at each instant, so a heal running late on the lane
+  holds the starts after it: those go on the lane, behind it, and so do their heals);
+  a node is thus never killed, paused or filled while a membership heal is working on
+  it;
+- ``kill-active-controller`` goes on the lane whenever the lane is busy: which node it
+  kills is known only then, and may be one a membership step is working on;
+- the long steps are never carried out beside one another (a reassignment beside a
+  drain would be a different test, and they share the injector's assignments).
+
+Heals of faults started on time (a partition, a slow link, a pause, a kill) are not
+held: a ``reassign`` or ``elect-leaders`` running late may end after the fault it was
+drawn inside has healed. The run's summary says how late the schedule was
+(:func:`lateness_line`).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import attrs
+
+from .faults import ADMIN_KINDS, MEMBERSHIP_KINDS, Injected
+from .nemesis import ZOOKEEPER_KINDS, Fault
+
+LONG_KINDS: frozenset[str] = frozenset(
+    (*ADMIN_KINDS, *MEMBERSHIP_KINDS, *ZOOKEEPER_KINDS)
+)
+"""The kinds whose start or heal may wait on the cluster for a minute or more."""
+
+
+class Carrier(Protocol):
+    """What carries a step out (:class:`~chaos.faults.Injector`)."""
+
+    def start(self, fault: Fault, now: float) -> None: ...
+
+    def heal(self, fault: Fault, now: float) -> None: ...
+
+
+@attrs.frozen
+class Late:
+    """The latest step of one sort: how many seconds after its time it happened."""
+
+    seconds: float
+    fault: Fault
+
+
+def lateness(
+    records: Sequence[Injected], origin: float
+) -> tuple[Late | None, Late | None]:
+    """The latest start and the latest heal of ``records`` against the schedule whose
+    instant 0 was ``origin`` (epoch seconds, the records' clock); None where no record
+    has that step (a skipped fault did not start; one that failed has no time)."""
+    starts = [
+        Late(r.started - origin - r.fault.start, r.fault)
+        for r in records
+        if r.started is not None
+    ]
+    heals = [
+        Late(r.healed - origin - r.fault.heal, r.fault)
+        for r in records
+        if r.healed is not None
+    ]
+    return (
+        max(starts, key=lambda late: late.seconds, default=None),
+        max(heals, key=lambda late: late.seconds, default=None),
+    )
+
+
+def lateness_line(records: Sequence[Injected], origin: float) -> str:
+    """The summary's line: the schedule's latest start and latest heal, and whose."""
+    start, heal = lateness(records, origin)
+
+    def said(late: Late | None, step: str) -> str:
+        if late is None:
+            return f"no {step}"
+        at = late.fault.start if step == "start" else late.fault.heal
+        return f"{step} {late.seconds:+.1f}s ({late.fault.kind} due at {at}s)"
+
+    return f"schedule lateness: {said(start, 'start')}, {said(heal, 'heal')}"
+
+
+class Lane:
+    """One worker thread carrying steps out in the order given."""
+
+    def __init__(self, carrier: Carrier, wall: Callable[[], float]) -> None:
+        self._carrier, self._wall = carrier, wall
+        self._steps: queue.Queue[tuple[str, Fault] | None] = queue.Queue()
+        self._lock = threading.Lock()
+        self._pending: list[tuple[str, Fault]] = []
+        self.faults: set[int] = set()
+        """id() of each fault started on the lane: its heal goes there too."""
+        self.failed: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._run, name="chaos-lane", daemon=True
+        )
+        self._thread.start()
+
+    def put(self, what: str, fault: Fault) -> None:
+        if what == "start":
+            self.faults.add(id(fault))
+        with self._lock:
+            self._pending.append((what, fault))
+        self._steps.put((what, fault))
+
+    def busy(self) -> bool:
+        with self._lock:
+            return bool(self._pending)
+
+    def healing(self) -> bool:
+        """Whether a heal is waiting or under way on the lane."""
+        with self._lock:
+            return any(what == "heal" for what, _ in self._pending)
+
+    def _run(self) -> None:
+        while (step := self._steps.get()) is not None:
+            what, fault = step
+            try:
+                if self.failed is None:
+                    if what == "start":
+                        self._carrier.start(fault, self._wall())
+                    else:
+                        self._carrier.heal(fault, self._wall())
+            except BaseException as exc:  # given to the runner's thread: it raises
+                self.failed = exc
+            finally:
+                with self._lock:
+                    self._pending.remove(step)
+
+    def close(self, drain: bool = True) -> None:
+        """Wait for the lane's steps (only the one under way unless ``drain``)."""
+        if not drain:
+            with self._lock:
+                while True:
+                    try:
+                        dropped = self._steps.get_nowait()
+                    except queue.Empty:
+                        break
+                    if dropped is not None:
+                        self._pending.remove(dropped)
+        self._steps.put(None)
+        self._thread.join()
+
+
+def carry_out(
+    steps: Sequence[tuple[float, str, Fault]],
+    carrier: Carrier,
+    began: float,
+    clock: Callable[[], float] = time.monotonic,
+    wall: Callable[[], float] = time.time,
+) -> None:
+    """Each of ``steps`` (:meth:`~chaos.nemesis.Schedule.steps`) carried out by
+    ``carrier`` at ``began + at`` on ``clock``, or as soon after as the rules of the
+    module allow; returns once every step is done. The time handed to the carrier
+    is ``wall``'s when the step is carried out."""
+    lane = Lane(carrier, wall)
+    drain = False
+    try:
+        for at, what, fault in steps:
+            wait = began + at - clock()
+            if wait > 0:
+                time.sleep(wait)  # the schedule's next step is due then
+            if lane.failed is not None:
+                break
+            if _on_lane(lane, what, fault):
+                lane.put(what, fault)
+            elif what == "start":
+                carrier.start(fault, wall())
+            else:
+                carrier.heal(fault, wall())
+        drain = True
+    finally:
+        lane.close(drain)
+    if lane.failed is not None:
+        raise lane.failed
+
+
+def _on_lane(lane: Lane, what: str, fault: Fault) -> bool:
+    if fault.kind in LONG_KINDS:
+        return True
+    if what == "heal":
+        return id(fault) in lane.faults
+    if fault.kind == "kill-active-controller" and lane.busy():
+        return True
+    return lane.healing()

@@ -1,0 +1,184 @@
+"""Carrying the schedule out: long steps on a lane of their own, and the lateness."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+
+from chaos.carry import carry_out, lateness, lateness_line
+from chaos.faults import Injected
+from chaos.nemesis import Fault
+
+WAIT = 20.0
+"""Seconds a test waits for a step on a loaded machine before failing."""
+
+
+class FakeInjector:
+    """Records each step; a step on a fault in ``holds`` waits for its event."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.steps: list[tuple[str, str]] = []
+        self.holds: dict[tuple[str, str], threading.Event] = {}
+        self.under_way: set[tuple[str, str]] = set()
+        self.fail: tuple[str, str] | None = None
+
+    def _step(self, what: str, fault: Fault) -> None:
+        step = (what, fault.description)
+        hold = self.holds.get(step)
+        if hold is not None:
+            with self.lock:
+                self.under_way.add(step)
+            assert hold.wait(WAIT), f"{step} never released"
+        if step == self.fail:
+            raise RuntimeError("the lane's step failed")
+        with self.lock:
+            self.steps.append(step)
+
+    def start(self, fault: Fault, now: float) -> None:
+        self._step("start", fault)
+
+    def heal(self, fault: Fault, now: float) -> None:
+        self._step("heal", fault)
+
+    def done(self, step: tuple[str, str]) -> bool:
+        with self.lock:
+            return step in self.steps
+
+
+def until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        assert time.monotonic() < deadline, "condition not met in time"
+        time.sleep(0.01)  # polling the fake's record, inside the deadline
+
+
+def fault(start: float, heal: float, kind: str, name: str, *targets: int) -> Fault:
+    return Fault(start, heal, kind, targets, description=name)
+
+
+def carried(injector: FakeInjector, *faults: Fault) -> threading.Thread:
+    steps = [(f.start, "start", f) for f in faults]
+    steps += [(f.heal, "heal", f) for f in faults]
+    steps.sort(key=lambda s: (s[0], s[1] != "heal"))
+    thread = threading.Thread(
+        target=carry_out, args=(steps, injector, time.monotonic()), daemon=True
+    )
+    thread.start()
+    return thread
+
+
+def test_a_long_step_holds_up_no_other_faults_heal() -> None:
+    """Chaos seed 142: a one-way cut's heal sat 280 s behind reassignments."""
+    injector = FakeInjector()
+    release = threading.Event()
+    injector.holds[("start", "reassign")] = release
+    cut = fault(0.0, 0.3, "partition-one-way", "cut")
+    reassign = fault(0.05, 0.1, "reassign", "reassign")
+    thread = carried(injector, cut, reassign)
+    until(lambda: injector.done(("heal", "cut")))
+    assert ("start", "reassign") in injector.under_way
+    assert not injector.done(("heal", "reassign"))  # its heal follows its start
+    release.set()
+    thread.join(WAIT)
+    assert not thread.is_alive()
+    assert injector.steps == [
+        ("start", "cut"),
+        ("heal", "cut"),
+        ("start", "reassign"),
+        ("heal", "reassign"),
+    ]
+
+
+def test_a_start_waits_for_the_heals_before_it() -> None:
+    """A broker-remove healed late: the kill drawn after its heal, on the same node,
+    waits for it (and its heal for it), while a cut's heal is on time."""
+    injector = FakeInjector()
+    release = threading.Event()
+    injector.holds[("heal", "remove")] = release
+    remove = fault(0.0, 0.05, "broker-remove", "remove", 3)
+    kill = fault(0.1, 0.15, "kill", "kill", 3)
+    cut = fault(0.0, 0.3, "partition-halves", "cut")
+    thread = carried(injector, remove, kill, cut)
+    until(lambda: injector.done(("heal", "cut")))
+    assert ("heal", "remove") in injector.under_way
+    assert not injector.done(("start", "kill"))
+    release.set()
+    thread.join(WAIT)
+    assert not thread.is_alive()
+    order = injector.steps
+    assert order.index(("heal", "remove")) < order.index(("start", "kill"))
+    assert order.index(("start", "kill")) < order.index(("heal", "kill"))
+
+
+def test_the_active_controller_is_not_killed_beside_a_long_step() -> None:
+    injector = FakeInjector()
+    release = threading.Event()
+    injector.holds[("start", "add")] = release
+    add = fault(0.0, 0.5, "broker-add", "add", 4)
+    kac = fault(0.05, 0.1, "kill-active-controller", "kac", -1)
+    cut = fault(0.0, 0.2, "partition-ring", "cut")
+    thread = carried(injector, add, kac, cut)
+    until(lambda: injector.done(("heal", "cut")))
+    assert not injector.done(("start", "kac"))
+    release.set()
+    thread.join(WAIT)
+    assert not thread.is_alive()
+    order = injector.steps
+    assert order.index(("start", "add")) < order.index(("start", "kac"))
+
+
+def test_short_steps_are_carried_out_at_their_time_beside_a_long_start() -> None:
+    """A kill drawn while a broker-remove is starting (both active in the schedule)
+    is not held: only heals before a start hold it."""
+    injector = FakeInjector()
+    release = threading.Event()
+    injector.holds[("start", "remove")] = release
+    remove = fault(0.0, 0.5, "broker-remove", "remove", 3)
+    kill = fault(0.05, 0.1, "kill", "kill", 1)
+    thread = carried(injector, remove, kill)
+    until(lambda: injector.done(("heal", "kill")))
+    assert not injector.done(("start", "remove"))
+    release.set()
+    thread.join(WAIT)
+    assert not thread.is_alive()
+
+
+def test_a_lane_that_failed_fails_the_run() -> None:
+    injector = FakeInjector()
+    injector.fail = ("start", "elect")
+    elect = fault(0.0, 0.05, "elect-leaders", "elect")
+    steps = [(0.0, "start", elect), (0.05, "heal", elect)]
+    with pytest.raises(RuntimeError, match="lane's step failed"):
+        carry_out(steps, injector, time.monotonic())
+    assert not injector.done(("heal", "elect"))
+
+
+def test_lateness_is_the_latest_start_and_the_latest_heal() -> None:
+    origin = 1_000.0
+    cut = Injected(
+        fault(91.3, 117.4, "partition-one-way", "cut"), started=1091.4, healed=1398.4
+    )
+    reassign = Injected(
+        fault(95.0, 101.0, "reassign", "reassign"), started=1125.0, healed=1250.0
+    )
+    skipped = Injected(fault(10.0, 20.0, "kill", "kill"), skipped="node 1 down")
+    start, heal = lateness([cut, reassign, skipped], origin)
+    assert start is not None
+    assert heal is not None
+    assert start.fault is reassign.fault
+    assert start.seconds == pytest.approx(30.0)
+    assert heal.fault is cut.fault
+    assert heal.seconds == pytest.approx(281.0)
+    assert lateness_line([cut, reassign, skipped], origin) == (
+        "schedule lateness: start +30.0s (reassign due at 95.0s), "
+        "heal +281.0s (partition-one-way due at 117.4s)"
+    )
+
+
+def test_lateness_of_nothing_carried_out() -> None:
+    assert lateness([], 0.0) == (None, None)
+    assert lateness_line([], 0.0) == "schedule lateness: no start, no heal"
