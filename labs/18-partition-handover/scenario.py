@@ -69,8 +69,11 @@ OVERRIDES = {
     # The groups' coordinators come up at once: a few partitions, not Kafka's 50.
     "offsets.topic.num.partitions": "3",
 }
-PRODUCE_EVERY = 0.02
-"""Seconds between two rounds of the producer, one record to every partition each."""
+PRODUCE_EVERY = 0.005
+"""Seconds between two rounds of the producer, one record to every partition each. A
+classic group's rebalance among members that all rejoin at once can leave a partition
+unowned for only a few milliseconds; at 20 ms between rounds, now and then no record of
+the run fell in any of its gaps, and there was nothing delayed to tell apart."""
 STEPS = (("start", "m1"), ("join", "m2"), ("join", "m3"), ("crash", "m2"))
 PAUSE = 0.5
 """Seconds the groups run as they are once settled, before the next step (and after
