@@ -62,10 +62,10 @@ UP: Direction = "upstream"
 DOWN: Direction = "downstream"
 HOST = "127.0.0.1"
 _THREAD_TIMEOUT = 60.0
+"""Seconds the proxies' thread may take to start or stop on a loaded machine."""
 PID_FILE_WAIT = 0.2
 """Seconds to wait before looking a connection's source up once more, when no node's
 pid held it (in the lookup's own thread: no other connection waits)."""
-"""Seconds the proxies' thread may take to start or stop on a loaded machine."""
 
 
 def _address(text: str) -> tuple[str, int]:
