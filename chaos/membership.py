@@ -27,6 +27,13 @@ target replica down by another fault) is said in the record, and a removed broke
 stopped anyway, as an operator whose patience ran out would (it comes back at the
 heal); an added one is not, as it would not come back.
 
+A broker told to stop (SIGTERM) gets :data:`STOP_WAIT` to end; one still running then
+is killed (SIGKILL), as a service manager does once its stop timeout has passed, and
+the record says so. It is never left ending on its own: a ``broker-remove`` whose
+stop failed would have had no heal to start the broker again, and the end's
+``heal_all`` may find it still ending (chaos seed 303: node 2 ended 61 s after its
+SIGTERM, under a paused ZooKeeper, and was never started again).
+
 minikafka does not implement UnregisterBroker (KIP-631's API, what
 ``kafka-cluster.sh unregister`` sends), so a KRaft broker removed or added and gone
 keeps its registration, fenced once its heartbeats stop, as Kafka's does until an
@@ -40,7 +47,7 @@ import time
 
 from confluent_kafka.admin import AdminClient
 
-from minikafka.broker.testing import ProcessCluster, free_ports
+from minikafka.broker.testing import ClusterError, ProcessCluster, free_ports
 
 from . import operations
 from .netcluster import place_node
@@ -52,6 +59,14 @@ steps' lane waits meanwhile, :mod:`chaos.carry`: the steps queued behind it ther
 late, the others are not)."""
 READY_WAIT = 60.0
 """Seconds a started broker gets to register."""
+STOP_WAIT = 90.0
+"""Seconds a broker told to stop gets to end before it is killed. Its own shutdown is
+bounded by more than a minute: ``controlled.shutdown.timeout.ms`` (30 s) for the
+controlled shutdown, as long again for the requests in flight, then the ZooKeeper
+session's close; Kafka 2.8's is not bounded at all
+(``controlled.shutdown.max.retries`` attempts of up to ``request.timeout.ms`` each,
+``controlled.shutdown.retry.backoff.ms`` apart, then an unclean shutdown). 90 s is
+systemd's default stop timeout, after which it kills the service."""
 RETIRE_TRIES = 2
 """How often an added broker's heal sends its move back before giving up on shutting
 it down (the reassignment is the same each time: sending it again is harmless)."""
@@ -142,6 +157,22 @@ def _gone(cluster: ProcessCluster, node: int) -> str:
     return f"broker {node} shut down (not unregistered: no UnregisterBroker)"
 
 
+def shut_down(cluster: ProcessCluster, node: int) -> str:
+    """Broker ``node`` stopped (SIGTERM: a controlled shutdown), killed if it has not
+    ended after :data:`STOP_WAIT`; what was done. Once this returns, the broker is not
+    running."""
+    try:
+        cluster.stop(node, timeout=STOP_WAIT)
+    except ClusterError:  # still running: its shutdown waits on something gone
+        if cluster.pid(node) is not None:
+            cluster.kill(node)
+        return (
+            f"broker {node} still running {STOP_WAIT:.0f}s after SIGTERM, killed "
+            f"(SIGKILL); {_gone(cluster, node)}"
+        )
+    return _gone(cluster, node)
+
+
 def add_broker(
     cluster: ProcessCluster,
     node: int,
@@ -184,8 +215,7 @@ def retire_broker(
                 break
         else:
             return f"{said}; broker {node} left running, its replicas not moved back"
-    cluster.stop(node)
-    return f"{said}; {_gone(cluster, node)}"
+    return f"{said}; {shut_down(cluster, node)}"
 
 
 def remove_broker(
@@ -206,8 +236,7 @@ def remove_broker(
     if len(brokers) - 1 < len(next(iter(first.values()), [])):  # RF others needed
         brokers = running
     said, moved = _moved(servers, topic, away(first, node, brokers), wait=True)
-    cluster.stop(node)
-    return f"{said}; {_gone(cluster, node)}", first if moved else {}
+    return f"{said}; {shut_down(cluster, node)}", first if moved else {}
 
 
 def return_broker(

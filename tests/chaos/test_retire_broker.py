@@ -17,7 +17,7 @@ class Cluster:
         self.stopped: list[int] = []
         self.zookeeper_mode = True
 
-    def stop(self, node: int) -> None:
+    def stop(self, node: int, timeout: float = 60.0) -> None:
         self.stopped.append(node)
 
 
