@@ -111,14 +111,22 @@ class Disks:
         )
 
     def free(self, node: int) -> str:
-        """The filler deleted; ``node`` started again if it halted meanwhile, and the
-        line it halted with."""
+        """The filler deleted; ``node`` started again if it is not running, and the
+        line it halted with (or, when it ended for another reason, its log's last
+        line: a ZooKeeper-mode broker whose start-up gave up for want of ZooKeeper
+        was down before the disk filled, chaos seed 303)."""
         (self.mounted[node] / FILLER).unlink(missing_ok=True)
         if self.cluster.pid(node) is not None:
             return "filler deleted; the broker stayed up"
         said = halted_line(self.cluster, node)
+        ended = "" if said else last_line(self.cluster, node)
         self.cluster.start(node, wait=False)
-        return f"filler deleted; the broker had halted ({said}), started again"
+        if said:
+            return f"filler deleted; the broker had halted ({said}), started again"
+        return (
+            f"filler deleted; the broker was not running, not halted by the disk "
+            f"(its log ends: {ended or 'nothing'}), started again"
+        )
 
     def close(self) -> None:
         """Every mount removed once its nodes have stopped, what it held (less the
@@ -138,3 +146,10 @@ def halted_line(cluster: ProcessCluster, node: int) -> str:
     """The last line of ``node``'s log saying its disk failed it, or ``""``."""
     lines = [line for line in cluster.tail(node, 40).splitlines() if HALTED in line]
     return lines[-1].strip() if lines else ""
+
+
+def last_line(cluster: ProcessCluster, node: int) -> str:
+    """The last line of ``node``'s log that says something, or ``""``."""
+    lines = [line.strip() for line in cluster.tail(node, 40).splitlines()]
+    said = [line for line in lines if line]
+    return said[-1] if said else ""
