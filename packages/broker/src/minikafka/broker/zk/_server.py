@@ -487,7 +487,12 @@ class ZkBrokerServer:
         try:
             await self.configs.load_topic_configs({p.topic for p in request.partitions})
         except KazooException as exc:
-            _logger.warning("LeaderAndIsr refused: topic configs unreadable (%s)", exc)
+            # kazoo's ConnectionLoss and SessionExpiredError carry no text: the name says.
+            _logger.warning(
+                "LeaderAndIsr refused: topic configs unreadable (%s%s)",
+                type(exc).__name__,
+                f": {exc}" if str(exc) else "",
+            )
             return leader_and_isr_response(ErrorCode.kafka_storage_error, {}, ids)
         error, outcome = self.metadata.leader_and_isr(request)
         if error is not ErrorCode.none:
