@@ -487,12 +487,7 @@ class ZkBrokerServer:
         try:
             await self.configs.load_topic_configs({p.topic for p in request.partitions})
         except KazooException as exc:
-            # kazoo's ConnectionLoss and SessionExpiredError carry no text: the name says.
-            _logger.warning(
-                "LeaderAndIsr refused: topic configs unreadable (%s%s)",
-                type(exc).__name__,
-                f": {exc}" if str(exc) else "",
-            )
+            _logger.warning(_CONFIGS_UNREADABLE, _said(exc))
             return leader_and_isr_response(ErrorCode.kafka_storage_error, {}, ids)
         error, outcome = self.metadata.leader_and_isr(request)
         if error is not ErrorCode.none:
@@ -555,6 +550,15 @@ class ZkBrokerServer:
         self.metadata_cache.update(self.metadata.image)
         self.metadata_cache.controller_id = self.metadata.controller_id
         self.shell.metadata_applied()
+
+
+_CONFIGS_UNREADABLE = "LeaderAndIsr refused: topic configs unreadable (%s)"
+
+
+def _said(exc: BaseException) -> str:
+    """An exception's type, and its text if it has one: kazoo's ConnectionLoss and
+    SessionExpiredError carry none."""
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 @attrs.define
