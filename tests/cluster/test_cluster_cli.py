@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from minikafka.broker.testing import free_ports
-from tests.cluster._cluster import WAIT, wait_for
+from tests.cluster._cluster import FAST, WAIT, wait_for
 
 # Clusters of real processes, killed and restarted: minutes on a loaded two-core
 # machine, more than the suite's default per-test timeout.
@@ -174,6 +174,11 @@ def test_the_cluster_command_runs_a_zookeeper_mode_cluster(tmp_path: Path) -> No
             str(first),
             "--port",
             str(first + 1),
+            # The test clusters' timers: the killed broker's session (its registration,
+            # which the restarted one waits out, and the controller role if it held it)
+            # ends in 6 s, not 18 s; the last broker down asks to move its leaderships
+            # 1 s apart, not 5 s.
+            *(f"--override={key}={value}" for key, value in FAST.items()),
         )
         assert "new ZooKeeper-mode cluster" in up
         create_spread_topic(f"127.0.0.1:{first + 1}", {"0", "1", "2"})
