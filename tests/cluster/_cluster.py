@@ -51,9 +51,8 @@ FAST = {
     "zookeeper.session.timeout.ms": "6000",
     # A ZooKeeper-mode broker stopping while it leads a partition no other live replica
     # can take (the last of a cluster stopped together, a test's lone leader) asks the
-    # controller again controlled.shutdown.max.retries (3) times, this far apart, then
-    # stops: 3 s, not Kafka's default 15 s, for each such stop (a cluster's stop: 15.5 s
-    # -> 3.6 s with eight partitions).
+    # controller controlled.shutdown.max.retries (3) times in all, this far apart, then
+    # stops: 2 s of waiting, not Kafka's default 10 s, for each such stop.
     "controlled.shutdown.retry.backoff.ms": "1000",
 }
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from minikafka.broker.testing import free_ports
-from tests.cluster._cluster import WAIT, wait_for
+from tests.cluster._cluster import FAST, WAIT, wait_for
 
 # Clusters of real processes, killed and restarted: minutes on a loaded two-core
 # machine, more than the suite's default per-test timeout.
@@ -41,7 +41,12 @@ def cluster_cli(root: Path, *args: str) -> str:
 
 def status_rows(root: Path) -> dict[str, list[str]]:
     """NODE -> the rest of its row in ``minikafka cluster status``."""
-    lines = cluster_cli(root, "status").splitlines()
+    return status_table(cluster_cli(root, "status"))
+
+
+def status_table(output: str) -> dict[str, list[str]]:
+    """NODE -> the rest of its row in the node table ``status`` (and ``up``) print."""
+    lines = output.splitlines()
     header = lines.index(next(line for line in lines if line.startswith("NODE")))
     rows = {}
     for line in lines[header + 1 :]:
@@ -174,6 +179,11 @@ def test_the_cluster_command_runs_a_zookeeper_mode_cluster(tmp_path: Path) -> No
             str(first),
             "--port",
             str(first + 1),
+            # The test clusters' timers: the killed broker's session (its registration,
+            # which the restarted one waits out, and the controller role if it held it)
+            # ends in 6 s, not 18 s; the last broker down asks to move its leaderships
+            # 1 s apart, not 5 s.
+            *(f"--override={key}={value}" for key, value in FAST.items()),
         )
         assert "new ZooKeeper-mode cluster" in up
         create_spread_topic(f"127.0.0.1:{first + 1}", {"0", "1", "2"})
@@ -236,31 +246,36 @@ def test_make_cluster_with_three_controllers_describes_its_quorum(
     # controllers on first+2, first+1, first; brokers after
     first = free_ports(6)[0]  # consecutive
     try:
-        cluster_cli(
+        up = cluster_cli(
             root, "up", "--controllers", "3", "--controller-port", str(first + 2),
             "--port", str(first + 3),
         )  # fmt: skip
-        rows = status_rows(root)
+        rows = status_table(up)  # ``up`` ends with ``status``'s table
         assert [rows[n][0] for n in "012345"] == ["controller"] * 3 + ["broker"] * 3
         bootstrap = f"127.0.0.1:{first + 3}"
+        status: dict[str, str] = {}
+
+        def led_and_observed() -> bool:
+            # One ``metadata-quorum`` run a try (a process start: the test's time):
+            # its answer is also the one the checks below read.
+            status.clear()
+            status.update(status_fields(bootstrap))
+            return (
+                status.get("LeaderId") in {"0", "1", "2"}
+                and status.get("CurrentObservers")
+                == '[{"id": 3}, {"id": 4}, {"id": 5}]'
+            )
+
         wait_for(
-            lambda: status_fields(bootstrap).get("LeaderId") in {"0", "1", "2"},
-            "a leader",
+            led_and_observed,
+            "a leader, and every broker fetching the metadata log as an observer",
         )
-        status = status_fields(bootstrap)
         assert int(status["LeaderEpoch"]) >= 1
         assert int(status["HighWatermark"]) > 0  # the brokers' registrations, at least
         # Kafka 4's JSON: each voter with its controller listener (DescribeQuorum v2)
         voters = json.loads(status["CurrentVoters"])
         assert [v["id"] for v in voters] == [0, 1, 2]
         assert all(len(v["endpoints"]) == 1 for v in voters)
-        wait_for(
-            lambda: (
-                status_fields(bootstrap).get("CurrentObservers")
-                == '[{"id": 3}, {"id": 4}, {"id": 5}]'
-            ),
-            "every broker fetching the metadata log as an observer",
-        )
         replication = metadata_quorum(bootstrap, "replication").splitlines()
         assert replication[0].split() == [
             "NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",

@@ -88,6 +88,7 @@ class BrokerSettings:
     auto_create_topics_enable: bool = True
     min_insync_replicas: int = 1
     broker_heartbeat_interval_ms: int = 2000
+    initial_broker_registration_timeout_ms: int = 60_000
     replica_high_watermark_checkpoint_interval_ms: int = 5000
     replica_lag_time_max_ms: int = 30_000
     num_replica_fetchers: int = 1
@@ -358,6 +359,14 @@ BROKER_CONFIG = ConfigDef(
             "broker_heartbeat_interval_ms",
             at_least(1),
             "How often the broker heartbeats to the controller.",
+        ),
+        ConfigKey(
+            "initial.broker.registration.timeout.ms",
+            _INT,
+            "initial_broker_registration_timeout_ms",
+            at_least(1),
+            "How long a KRaft broker tries to register with the controller quorum "
+            "before it gives up and exits.",
         ),
         ConfigKey(
             "replica.high.watermark.checkpoint.interval.ms",

@@ -4,7 +4,9 @@ tracer, and the clean shutdown on SIGTERM or Ctrl-C (what ``minikafka broker`` r
 A listener that cannot be bound, or a disk that fails while the logs load, is the user's
 to fix: each is said in one line and the process exits 1; a bad configuration exits 2; a
 fatal fault (``FatalFaultError``: the node cannot vouch for its state) is logged in one
-line at ERROR and the process exits 1; anything else is a bug and keeps its traceback.
+line at ERROR and the process exits 1; so does a broker that could not register with
+the controller quorum within ``initial.broker.registration.timeout.ms``; anything else
+is a bug and keeps its traceback.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from minikafka.trace import (
 from ._config import KafkaConfig
 from ._controller_node import ControllerNode
 from ._meta_properties import StorageError
-from ._server import BrokerServer
+from ._server import BrokerServer, RegistrationTimeoutError
 from .zk import ZkBrokerServer
 
 _BIND_ERRNOS = frozenset({errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES})
@@ -74,6 +76,10 @@ def run_broker(config: KafkaConfig, tracer: Tracer) -> None:
         faults, _ = group.split(FatalFaultError)
         if faults is not None:
             _fatal(_first(faults))
+        timeouts, others = group.split(RegistrationTimeoutError)
+        if timeouts is not None and others is None:
+            typer.echo(f"minikafka broker: stopped: {_first(timeouts)}", err=True)
+            raise typer.Exit(1) from None
         storage, others = group.split(StorageError)
         if storage is not None and others is None:
             typer.echo(f"minikafka broker: cannot start: {_first(storage)}", err=True)

@@ -22,7 +22,8 @@ How the packages meet, in start-up order (Kafka's ``KafkaRaftServer``/``BrokerSe
    deleted. Every committed metadata delta afterwards is applied the same way, by the
    broker's :class:`~._metadata_publisher.BrokerMetadataPublisher`;
 5. the broker registers with the controller and heartbeats until it is unfenced (in
-   process, or over the controller listener: :mod:`._controller_channel`);
+   process, or over the controller listener: :mod:`._controller_channel`); one that has
+   not registered within ``initial.broker.registration.timeout.ms`` gives up and exits;
 6. only then do the listeners open to requests, so no client sees a half-started broker.
 
 Shutdown runs the other way. A node whose active controller may be elsewhere (all but
@@ -49,6 +50,7 @@ import errno
 import logging
 import random
 import uuid
+from collections.abc import Awaitable, Callable
 
 import attrs
 import trio
@@ -115,6 +117,29 @@ def _metadata_dir_failed(config: KafkaConfig, exc: OSError) -> FatalFaultError:
 
 
 """How soon a failed registration or an unfencing heartbeat is tried again."""
+
+
+class RegistrationTimeoutError(Exception):
+    """The broker could not register with the controller quorum in time."""
+
+
+async def register_within(
+    register: Callable[[], Awaitable[None]], timeout_ms: int
+) -> None:
+    """Kafka's ``initial.broker.registration.timeout.ms``: a KRaft broker that has not
+    registered with the controller quorum this long after it began to try (a controller
+    that refuses its login, say, which each retry logs) says so and stops, rather than
+    waiting for ever; a supervisor sees it exit."""
+    with trio.move_on_after(timeout_ms / 1000):
+        await register()
+        return
+    _logger.error(
+        "Shutting down because we were unable to register with the controller quorum."
+    )
+    raise RegistrationTimeoutError(
+        f"not registered with the controller quorum within "
+        f"initial.broker.registration.timeout.ms={timeout_ms}"
+    )
 
 
 @attrs.define(eq=False)
@@ -377,7 +402,10 @@ class BrokerServer:
                 # Bind now (a port of 0 becomes a real one to register), but requests
                 # wait in KafkaApis until the controller has unfenced this broker.
                 await nursery.start(self.socket_server.serve)
-                await self._register()
+                await register_within(
+                    self._register,
+                    self.config.broker.initial_broker_registration_timeout_ms,
+                )
                 nursery.start_soon(self._heartbeat_loop)
                 await self._unfenced.wait()
                 self.apis.ready.set()

@@ -10,6 +10,9 @@ each running broker's replica fetchers stand (from the ``replica-fetcher-state.j
 each writes into its first log dir): how many partitions fetch, truncate, back off or
 fail, and each failed partition with its fetch offset and error.
 
+``up --override KEY=VALUE`` (on first use) puts a key in every node's properties, as
+Kafka's ``kafka-server-start.sh --override`` does for one broker.
+
 ``up --tls`` and ``--sasl`` (on first use) make every listener SSL, SASL_PLAINTEXT or
 SASL_SSL, the brokers' own traffic included (:mod:`._secure_cluster`): a throw-away CA
 and certificate under ``<dir>/pki``, SCRAM-SHA-512 users, and a client's settings
@@ -117,6 +120,15 @@ def up(
             help="on first use: every listener authenticates with SASL SCRAM-SHA-512",
         ),
     ] = False,
+    override: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--override",
+            metavar="KEY=VALUE",
+            help="on first use: a key every node's properties get (as Kafka's "
+            "kafka-server-start.sh --override); repeatable",
+        ),
+    ] = None,
 ) -> None:
     """Start the cluster (laying it out first if ``--dir`` has none)."""
     try:
@@ -124,7 +136,10 @@ def up(
             cluster = ProcessCluster.load(root)
         else:
             protocol = security_protocol(tls, sasl)
-            overrides = _secure_layout(root, protocol, zookeeper)
+            overrides = {
+                **_overrides(override or []),
+                **_secure_layout(root, protocol, zookeeper),
+            }
             cluster = ProcessCluster.create(
                 root,
                 brokers,
@@ -151,6 +166,20 @@ def up(
         _print_client_settings(cluster)
         return  # minikafka's own admin client, which status uses, speaks PLAINTEXT
     _status(cluster)
+
+
+def _overrides(pairs: list[str]) -> dict[str, str]:
+    """``--override KEY=VALUE``s as properties."""
+    found = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            typer.echo(
+                f"minikafka cluster: --override {pair!r}: not KEY=VALUE", err=True
+            )
+            raise typer.Exit(2)
+        found[key.strip()] = value
+    return found
 
 
 def _secure_layout(root: Path, protocol: str, zookeeper: bool) -> dict[str, str]:

@@ -47,7 +47,7 @@ import json
 import logging
 import random
 import uuid
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 import attrs
 import trio
@@ -435,33 +435,27 @@ class ZkBrokerServer:
                 self.security.notify()
 
     async def _controlled_shutdown(self, grace: float) -> None:
-        """Kafka 2.8's controlled shutdown: ask the controller to move this broker's
-        leaderships away; while it still leads partitions the controller could not move
-        (no other replica in sync), ask again, ``controlled.shutdown.max.retries`` times,
-        then stop anyway, within ``grace`` in all."""
+        """Kafka 2.8's controlled shutdown (:func:`ask_controlled_shutdown`), then stop
+        anyway, within ``grace`` in all."""
         settings = self.config.broker
-        backoff = settings.controlled_shutdown_retry_backoff_ms / 1000
-        with trio.move_on_after(grace) as scope:
-            for attempt in range(settings.controlled_shutdown_max_retries + 1):
-                try:
-                    error, remaining = await self.channel.controlled_shutdown(
-                        self.config.node_id, self.metadata.broker_epoch
-                    )
-                except ControllerError as exc:
-                    error, remaining = exc.error_code, -1
-                if error is ErrorCode.none and remaining == 0:
-                    return
-                _logger.info(
-                    "controlled shutdown attempt %d: %s, %d partition(s) still led here",
-                    attempt + 1,
-                    error.name,
-                    remaining,
+
+        async def ask() -> tuple[ErrorCode, int]:
+            try:
+                return await self.channel.controlled_shutdown(
+                    self.config.node_id, self.metadata.broker_epoch
                 )
-                if attempt < settings.controlled_shutdown_max_retries:
-                    await trio.sleep(backoff)
-            _logger.warning(
-                "controlled shutdown did not move every leadership; stopping"
-            )
+            except ControllerError as exc:
+                return exc.error_code, -1
+
+        with trio.move_on_after(grace) as scope:
+            if not await ask_controlled_shutdown(
+                ask,
+                settings.controlled_shutdown_max_retries,
+                settings.controlled_shutdown_retry_backoff_ms / 1000,
+            ):
+                _logger.warning(
+                    "controlled shutdown did not move every leadership; stopping"
+                )
         if scope.cancelled_caught:
             _logger.warning("controlled shutdown did not finish within %.0f s", grace)
 
@@ -559,6 +553,30 @@ def _said(exc: BaseException) -> str:
     """An exception's type, and its text if it has one: kazoo's ConnectionLoss and
     SessionExpiredError carry none."""
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+async def ask_controlled_shutdown(
+    ask: Callable[[], Awaitable[tuple[ErrorCode, int]]], attempts: int, backoff: float
+) -> bool:
+    """Ask the controller to move this broker's leaderships away (``ask`` returns its
+    error and how many partitions it still leads here, -1 if unknown); while it still
+    leads partitions the controller could not move (no other replica in sync), ask
+    again. ``controlled.shutdown.max.retries`` counts every attempt, the first
+    included, and each failed one is followed by ``backoff`` seconds, the last one too,
+    as in Kafka 2.8's ``KafkaServer.controlledShutdown``. True once nothing is led
+    here."""
+    for attempt in range(1, attempts + 1):
+        error, remaining = await ask()
+        if error is ErrorCode.none and remaining == 0:
+            return True
+        _logger.info(
+            "controlled shutdown attempt %d: %s, %d partition(s) still led here",
+            attempt,
+            error.name,
+            remaining,
+        )
+        await trio.sleep(backoff)
+    return False
 
 
 @attrs.define
