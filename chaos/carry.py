@@ -9,26 +9,47 @@ other, one such step held up every step behind it: chaos seed 142's 26 s one-way
 lasted 307 s behind two reassignments to an unreachable broker, seed 141's 20 s bridge
 121 s behind a broker-remove's waits.
 
-:func:`carry_out` runs those :data:`LONG_KINDS` on a lane of their own (one worker
-thread, the steps in the schedule's order) while the schedule's other steps happen at
-their time. What the serial order guaranteed and the nemesis's rules assume is kept:
+A ZooKeeper fault's heal queued behind such steps was late the same way, and worse:
+the steps ahead of it waited on a cluster that could not answer until it was done.
+Chaos seed 159's elect-leaders, drawn inside a 30 s ZooKeeper pause, waited 60 s at its
+start and 60 s at its heal for a controller that could not write to ZooKeeper, and the
+pause's heal behind them: paused 120 s; seed 303's pause, 14 s drawn, lasted 143 s
+behind a broker-remove's drain.
 
-- a fault's heal follows its start: a fault started on the lane is healed on it;
-- a start happens only once every heal the schedule put before it is done (the rules
-  -- at most ``concurrency`` at once, one fault per node, never every broker down --
-  are about the faults active at each instant, so a heal running late on the lane
-  holds the starts after it: those go on the lane, behind it, and so do their heals);
-  a node is thus never killed, paused or filled while a membership heal is working on
-  it;
-- ``kill-active-controller`` goes on the lane whenever the lane is busy: which node it
-  kills is known only then, and may be one a membership step is working on;
-- the long steps are never carried out beside one another (a reassignment beside a
-  drain would be a different test, and they share the injector's assignments).
+:func:`carry_out` runs those :data:`LONG_KINDS` on two lanes of their own, each one
+worker thread carrying its steps out in the order they were put on it: the cluster's
+lane (the admin and membership kinds) and ZooKeeper's (:data:`ZOOKEEPER_KINDS`), while
+the schedule's other steps happen at their time. What the serial order guaranteed and
+the nemesis's rules assume is kept:
+
+- a fault's heal follows its start: a fault started on a lane is healed on it;
+- a start happens only once every heal the schedule put before it is done, on either
+  lane (the rules -- at most ``concurrency`` at once, one fault per node, never every
+  broker down -- are about the faults active at each instant, so a heal running late
+  on a lane holds the starts after it: those go on a lane, behind it, the cluster's if
+  it is healing, else ZooKeeper's, and so do their heals; a start on one lane waits for
+  the heals put before it on the other, :class:`Heals`); a node is thus never killed,
+  paused or filled while a membership heal is working on it;
+- ``kill-active-controller`` goes on the cluster's lane whenever that lane is busy:
+  which node it kills is known only then, and may be one a membership step is working
+  on;
+- the admin and membership steps are never carried out beside one another (a
+  reassignment beside a drain would be a different test, and they share the
+  injector's assignments), nor ZooKeeper's beside one another.
+
+What changes with the second lane: a ZooKeeper fault's start and heal are carried out
+beside an admin or membership step under way, not after it. That is the schedule as
+drawn (the steps overlap in it), and nothing is shared: a ZooKeeper fault stops or
+continues ZooKeeper's server, not a broker, and the admin and membership steps only
+wait longer, or fail, while it is down, as a client would. The one broker a ZooKeeper
+heal touches is one whose start-up gave up for want of ZooKeeper, which it starts
+again; a broker a membership step is working on it leaves to that step
+(:class:`~chaos.faults.Injector`), so one broker is never started from both lanes.
 
 Heals of faults started on time (a partition, a slow link, a pause, a kill) are not
 held: a ``reassign`` or ``elect-leaders`` running late may end after the fault it was
-drawn inside has healed. The run's summary says how late the schedule was
-(:func:`lateness_line`).
+drawn inside has healed, ZooKeeper's included. The run's summary says how late the
+schedule was (:func:`lateness_line`).
 """
 
 from __future__ import annotations

@@ -180,9 +180,11 @@ class Injector:
     """Starts and heals :class:`Fault`\\ s on ``cluster``; :meth:`heal_all` leaves every
     node running and none stopped, whatever happened.
 
-    Two threads may call it at once (the runner carries long steps out on a lane of
-    their own: :mod:`chaos.carry`), each on faults of its own: a fault's start and heal
-    come one after the other, :meth:`heal_all` once no step is under way. Each record's
+    Three threads may call it at once (the runner carries the admin and membership
+    steps out on a lane of their own, ZooKeeper's on another: :mod:`chaos.carry`), each
+    on faults of its own: a fault's start and heal come one after the other,
+    :meth:`heal_all` once no step is under way. A ZooKeeper heal does not start a
+    broker a membership step is working on (:meth:`_moving_broker`). Each record's
     ``started`` and ``healed`` are when its step was carried out, on time or not."""
 
     def __init__(
