@@ -9,26 +9,47 @@ other, one such step held up every step behind it: chaos seed 142's 26 s one-way
 lasted 307 s behind two reassignments to an unreachable broker, seed 141's 20 s bridge
 121 s behind a broker-remove's waits.
 
-:func:`carry_out` runs those :data:`LONG_KINDS` on a lane of their own (one worker
-thread, the steps in the schedule's order) while the schedule's other steps happen at
-their time. What the serial order guaranteed and the nemesis's rules assume is kept:
+A ZooKeeper fault's heal queued behind such steps was late the same way, and worse:
+the steps ahead of it waited on a cluster that could not answer until it was done.
+Chaos seed 159's elect-leaders, drawn inside a 30 s ZooKeeper pause, waited 60 s at its
+start and 60 s at its heal for a controller that could not write to ZooKeeper, and the
+pause's heal behind them: paused 120 s; seed 303's pause, 14 s drawn, lasted 143 s
+behind a broker-remove's drain.
 
-- a fault's heal follows its start: a fault started on the lane is healed on it;
-- a start happens only once every heal the schedule put before it is done (the rules
-  -- at most ``concurrency`` at once, one fault per node, never every broker down --
-  are about the faults active at each instant, so a heal running late on the lane
-  holds the starts after it: those go on the lane, behind it, and so do their heals);
-  a node is thus never killed, paused or filled while a membership heal is working on
-  it;
-- ``kill-active-controller`` goes on the lane whenever the lane is busy: which node it
-  kills is known only then, and may be one a membership step is working on;
-- the long steps are never carried out beside one another (a reassignment beside a
-  drain would be a different test, and they share the injector's assignments).
+:func:`carry_out` runs those :data:`LONG_KINDS` on two lanes of their own, each one
+worker thread carrying its steps out in the order they were put on it: the cluster's
+lane (the admin and membership kinds) and ZooKeeper's (:data:`ZOOKEEPER_KINDS`), while
+the schedule's other steps happen at their time. What the serial order guaranteed and
+the nemesis's rules assume is kept:
+
+- a fault's heal follows its start: a fault started on a lane is healed on it;
+- a start happens only once every heal the schedule put before it is done, on either
+  lane (the rules -- at most ``concurrency`` at once, one fault per node, never every
+  broker down -- are about the faults active at each instant, so a heal running late
+  on a lane holds the starts after it: those go on a lane, behind it, the cluster's if
+  it is healing, else ZooKeeper's, and so do their heals; a start on one lane waits for
+  the heals put before it on the other, :class:`Heals`); a node is thus never killed,
+  paused or filled while a membership heal is working on it;
+- ``kill-active-controller`` goes on the cluster's lane whenever that lane is busy:
+  which node it kills is known only then, and may be one a membership step is working
+  on;
+- the admin and membership steps are never carried out beside one another (a
+  reassignment beside a drain would be a different test, and they share the
+  injector's assignments), nor ZooKeeper's beside one another.
+
+What changes with the second lane: a ZooKeeper fault's start and heal are carried out
+beside an admin or membership step under way, not after it. That is the schedule as
+drawn (the steps overlap in it), and nothing is shared: a ZooKeeper fault stops or
+continues ZooKeeper's server, not a broker, and the admin and membership steps only
+wait longer, or fail, while it is down, as a client would. The one broker a ZooKeeper
+heal touches is one whose start-up gave up for want of ZooKeeper, which it starts
+again; a broker a membership step is working on it leaves to that step
+(:class:`~chaos.faults.Injector`), so one broker is never started from both lanes.
 
 Heals of faults started on time (a partition, a slow link, a pause, a kill) are not
 held: a ``reassign`` or ``elect-leaders`` running late may end after the fault it was
-drawn inside has healed. The run's summary says how late the schedule was
-(:func:`lateness_line`).
+drawn inside has healed, ZooKeeper's included. The run's summary says how late the
+schedule was (:func:`lateness_line`).
 """
 
 from __future__ import annotations
@@ -101,28 +122,58 @@ def lateness_line(records: Sequence[Injected], origin: float) -> str:
     return f"schedule lateness: {said(start, 'start')}, {said(heal, 'heal')}"
 
 
-class Lane:
-    """One worker thread carrying steps out in the order given."""
+class Heals:
+    """The heals put on the lanes and not yet done, numbered in the order they were
+    put: a start put after them waits for them, whichever lane they are on."""
 
-    def __init__(self, carrier: Carrier, wall: Callable[[], float]) -> None:
-        self._carrier, self._wall = carrier, wall
-        self._steps: queue.Queue[tuple[str, Fault] | None] = queue.Queue()
+    def __init__(self) -> None:
+        self._changed = threading.Condition()
+        self._put = 0
+        self._pending: set[int] = set()
+
+    def number(self, what: str) -> int:
+        """The next step's number; noted as pending if it is a heal."""
+        with self._changed:
+            self._put += 1
+            if what == "heal":
+                self._pending.add(self._put)
+            return self._put
+
+    def wait_before(self, number: int) -> None:
+        """Return once every heal numbered below ``number`` is done (or dropped)."""
+        with self._changed:
+            self._changed.wait_for(lambda: all(n > number for n in self._pending))
+
+    def done(self, number: int) -> None:
+        with self._changed:
+            self._pending.discard(number)
+            self._changed.notify_all()
+
+
+class Lane:
+    """One worker thread carrying steps out in the order given; a start waits for the
+    heals put before it on every lane sharing ``heals``."""
+
+    def __init__(
+        self, carrier: Carrier, wall: Callable[[], float], name: str, heals: Heals
+    ) -> None:
+        self._carrier, self._wall, self._heals = carrier, wall, heals
+        self._steps: queue.Queue[tuple[int, str, Fault] | None] = queue.Queue()
         self._lock = threading.Lock()
-        self._pending: list[tuple[str, Fault]] = []
+        self._pending: list[tuple[int, str, Fault]] = []
         self.faults: set[int] = set()
         """id() of each fault started on the lane: its heal goes there too."""
         self.failed: BaseException | None = None
-        self._thread = threading.Thread(
-            target=self._run, name="chaos-lane", daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     def put(self, what: str, fault: Fault) -> None:
         if what == "start":
             self.faults.add(id(fault))
+        step = (self._heals.number(what), what, fault)
         with self._lock:
-            self._pending.append((what, fault))
-        self._steps.put((what, fault))
+            self._pending.append(step)
+        self._steps.put(step)
 
     def busy(self) -> bool:
         with self._lock:
@@ -131,36 +182,62 @@ class Lane:
     def healing(self) -> bool:
         """Whether a heal is waiting or under way on the lane."""
         with self._lock:
-            return any(what == "heal" for what, _ in self._pending)
+            return any(what == "heal" for _, what, _ in self._pending)
 
     def _run(self) -> None:
         while (step := self._steps.get()) is not None:
-            what, fault = step
+            number, what, fault = step
             try:
                 if self.failed is None:
                     if what == "start":
+                        self._heals.wait_before(number)
                         self._carrier.start(fault, self._wall())
                     else:
                         self._carrier.heal(fault, self._wall())
             except BaseException as exc:  # given to the runner's thread: it raises
                 self.failed = exc
             finally:
+                self._heals.done(number)
                 with self._lock:
                     self._pending.remove(step)
 
-    def close(self, drain: bool = True) -> None:
-        """Wait for the lane's steps (only the one under way unless ``drain``)."""
-        if not drain:
-            with self._lock:
-                while True:
-                    try:
-                        dropped = self._steps.get_nowait()
-                    except queue.Empty:
-                        break
-                    if dropped is not None:
-                        self._pending.remove(dropped)
+    def drop(self) -> None:
+        """The steps not yet begun dropped (a failed run stops)."""
+        with self._lock:
+            while True:
+                try:
+                    dropped = self._steps.get_nowait()
+                except queue.Empty:
+                    break
+                if dropped is not None:
+                    self._heals.done(dropped[0])
+                    self._pending.remove(dropped)
+
+    def close(self) -> None:
+        """Wait for the lane's steps."""
         self._steps.put(None)
         self._thread.join()
+
+
+class Lanes:
+    """The cluster's lane (admin and membership steps, and the steps held behind
+    them) and ZooKeeper's (its server's faults, and the starts held behind them)."""
+
+    def __init__(self, carrier: Carrier, wall: Callable[[], float]) -> None:
+        heals = Heals()
+        self.cluster = Lane(carrier, wall, "chaos-lane", heals)
+        self.zookeeper = Lane(carrier, wall, "chaos-zookeeper-lane", heals)
+
+    def failed(self) -> BaseException | None:
+        return self.cluster.failed or self.zookeeper.failed
+
+    def close(self, drain: bool = True) -> None:
+        """Wait for the lanes' steps (only those under way unless ``drain``)."""
+        if not drain:
+            self.cluster.drop()
+            self.zookeeper.drop()
+        self.cluster.close()
+        self.zookeeper.close()
 
 
 def carry_out(
@@ -174,16 +251,17 @@ def carry_out(
     ``carrier`` at ``began + at`` on ``clock``, or as soon after as the rules of the
     module allow; returns once every step is done. The time handed to the carrier
     is ``wall``'s when the step is carried out."""
-    lane = Lane(carrier, wall)
+    lanes = Lanes(carrier, wall)
     drain = False
     try:
         for at, what, fault in steps:
             wait = began + at - clock()
             if wait > 0:
                 time.sleep(wait)  # the schedule's next step is due then
-            if lane.failed is not None:
+            if lanes.failed() is not None:
                 break
-            if _on_lane(lane, what, fault):
+            lane = _on_lane(lanes, what, fault)
+            if lane is not None:
                 lane.put(what, fault)
             elif what == "start":
                 carrier.start(fault, wall())
@@ -191,16 +269,24 @@ def carry_out(
                 carrier.heal(fault, wall())
         drain = True
     finally:
-        lane.close(drain)
-    if lane.failed is not None:
-        raise lane.failed
+        lanes.close(drain)
+    if (failed := lanes.failed()) is not None:
+        raise failed
 
 
-def _on_lane(lane: Lane, what: str, fault: Fault) -> bool:
+def _on_lane(lanes: Lanes, what: str, fault: Fault) -> Lane | None:
+    cluster, zookeeper = lanes.cluster, lanes.zookeeper
+    if fault.kind in ZOOKEEPER_KINDS:
+        return zookeeper
     if fault.kind in LONG_KINDS:
-        return True
+        return cluster
     if what == "heal":
-        return id(fault) in lane.faults
-    if fault.kind == "kill-active-controller" and lane.busy():
-        return True
-    return lane.healing()
+        started_on = [lane for lane in (cluster, zookeeper) if id(fault) in lane.faults]
+        return started_on[0] if started_on else None
+    if fault.kind == "kill-active-controller" and cluster.busy():
+        return cluster
+    if cluster.healing():
+        return cluster
+    if zookeeper.healing():
+        return zookeeper
+    return None

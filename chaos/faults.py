@@ -55,11 +55,13 @@ than pretend.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 
 import attrs
 from confluent_kafka.admin import AdminClient
@@ -178,9 +180,11 @@ class Injector:
     """Starts and heals :class:`Fault`\\ s on ``cluster``; :meth:`heal_all` leaves every
     node running and none stopped, whatever happened.
 
-    Two threads may call it at once (the runner carries long steps out on a lane of
-    their own: :mod:`chaos.carry`), each on faults of its own: a fault's start and heal
-    come one after the other, :meth:`heal_all` once no step is under way. Each record's
+    Three threads may call it at once (the runner carries the admin and membership
+    steps out on a lane of their own, ZooKeeper's on another: :mod:`chaos.carry`), each
+    on faults of its own: a fault's start and heal come one after the other,
+    :meth:`heal_all` once no step is under way. A ZooKeeper heal does not start a
+    broker a membership step is working on (:meth:`_moving_broker`). Each record's
     ``started`` and ``healed`` are when its step was carried out, on time or not."""
 
     def __init__(
@@ -217,6 +221,11 @@ class Injector:
         self.retired: set[int] = set()
         """Brokers added and shut down again: not started at the end."""
         self._moves: dict[int, dict[int, list[int]]] = {}  # id(fault) -> assignment
+        # Brokers a membership step is working on, which a ZooKeeper heal (on a lane
+        # of its own beside theirs: chaos.carry) does not start; and of those, the
+        # ones such a heal left to their step's heal to start again.
+        self._moving: set[int] = set()
+        self._left: set[int] = set()
         self._home_assignment: dict[int, list[int]] = {}
 
     def note_zookeeper_refusals(self) -> None:
@@ -271,7 +280,8 @@ class Injector:
                         record.skipped = ", ".join(held)
                         return
                 try:
-                    record.detail = self._start_other(fault)
+                    with self._moving_broker(fault, heal=False):
+                        record.detail = self._start_other(fault)
                 except NotCarriedOut as why:
                     record.skipped = str(why)
                     return
@@ -349,13 +359,42 @@ class Injector:
                         self.proxies.unslow(node)
                     self._slowed.discard(node)
             elif fault.kind not in PROCESS_KINDS:
-                record.detail += "; heal: " + self._heal_other(fault)
+                with self._moving_broker(fault, heal=True):
+                    record.detail += "; heal: " + self._heal_other(fault)
             else:
                 for node in record.nodes:
                     self._revive(node)
             record.healed = now
         except Exception as exc:
             record.error = f"heal: {said(exc)}"
+
+    @contextlib.contextmanager
+    def _moving_broker(self, fault: Fault, heal: bool) -> Iterator[None]:
+        """A membership step's broker kept from ZooKeeper's heal while it works on it
+        (two threads starting one broker would run it twice, or start a broker being
+        removed). The heal of a removal whose broker gave up its start-up for want of
+        ZooKeeper starts it again itself if a ZooKeeper heal left it meanwhile."""
+        if fault.kind not in MEMBERSHIP_KINDS:
+            yield
+            return
+        (node,) = fault.targets
+        with self._lock:
+            self._moving.add(node)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._moving.discard(node)
+                left = node in self._left
+                self._left.discard(node)
+            if (
+                left
+                and heal
+                and node not in self.retired
+                and self.cluster.pid(node) is None
+                and refused_without_zookeeper(self.cluster, node)
+            ):
+                self.cluster.start(node, wait=False)
 
     def _records(self) -> list[Injected]:
         """The active faults' records now."""
@@ -466,8 +505,9 @@ class Injector:
             except Exception:
                 if not self._refused_start(node):
                     raise
-                # Left to the ZooKeeper fault's heal, which starts it again; its
-                # replicas stay where the drain moved them.
+                # Left to the ZooKeeper fault's heal, which starts it again (or, if
+                # that heal came meanwhile, to _moving_broker); its replicas stay
+                # where the drain moved them.
                 return (
                     f"broker {node} gave up its start-up: {ZOOKEEPER_REFUSED} "
                     "zookeeper.connect (ZooKeeper's server down); started again once "
@@ -506,23 +546,27 @@ class Injector:
         A ZooKeeper-mode broker started (a kill healed) while the server is killed or
         paused gives up after ``zookeeper.connection.timeout.ms`` and exits, as Kafka's
         broker does (``ZooKeeperClientTimeoutException`` fails its start-up): Kafka's
-        behaviour, not a crash. A broker another active fault keeps down stays down."""
-        kept_down = {
-            node
-            for record in self._records()
-            if record.started is not None
-            for node in record.nodes
-        }
+        behaviour, not a crash. A broker another active fault keeps down stays down; one
+        a membership step is working on is left to it (:meth:`_moving_broker`): under
+        the lock, so that step's own start of it comes before or after, not beside."""
         started = []
-        for node in self.cluster.node_ids:
-            if node in kept_down or node in self.retired:
-                continue
-            if self.cluster.pid(node) is None and refused_without_zookeeper(
-                self.cluster, node
-            ):
-                self.stopped_without_zookeeper.add(node)
-                self.cluster.start(node, wait=False)
-                started.append(node)
+        with self._lock:
+            kept_down = {
+                node
+                for record in self._active.values()
+                if record.started is not None
+                for node in record.nodes
+            }
+            self._left |= self._moving
+            for node in self.cluster.node_ids:
+                if node in kept_down | self._moving or node in self.retired:
+                    continue
+                if self.cluster.pid(node) is None and refused_without_zookeeper(
+                    self.cluster, node
+                ):
+                    self.stopped_without_zookeeper.add(node)
+                    self.cluster.start(node, wait=False)
+                    started.append(node)
         return started
 
     def _revive(self, node: int) -> None:

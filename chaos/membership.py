@@ -54,9 +54,9 @@ from .netcluster import place_node
 from .netns import Network
 
 DRAIN_WAIT = 30.0
-"""Seconds a drain gets to complete before its broker is stopped anyway (the long
-steps' lane waits meanwhile, :mod:`chaos.carry`: the steps queued behind it there are
-late, the others are not)."""
+"""Seconds a drain gets to complete before its broker is stopped anyway (the
+cluster's lane waits meanwhile, :mod:`chaos.carry`: the steps queued behind it there
+are late, the others, ZooKeeper's heals among them, are not)."""
 READY_WAIT = 60.0
 """Seconds a started broker gets to register."""
 STOP_WAIT = 90.0

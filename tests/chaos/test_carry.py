@@ -182,3 +182,90 @@ def test_lateness_is_the_latest_start_and_the_latest_heal() -> None:
 def test_lateness_of_nothing_carried_out() -> None:
     assert lateness([], 0.0) == (None, None)
     assert lateness_line([], 0.0) == "schedule lateness: no start, no heal"
+
+
+class WaitsOnZooKeeper(FakeInjector):
+    """A stand-in whose admin and membership steps wait on the cluster, which cannot
+    answer until ZooKeeper's fault is healed (for :data:`ZK_WAIT` at most, as the
+    admin client's ``default.api.timeout.ms``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.zookeeper_up = threading.Event()
+        self.answered: dict[tuple[str, str], bool] = {}
+
+    def _step(self, what: str, fault: Fault) -> None:
+        if fault.kind in ("elect-leaders", "reassign", "broker-add", "broker-remove"):
+            answered = self.zookeeper_up.wait(ZK_WAIT)
+            with self.lock:
+                self.answered[(what, fault.description)] = answered
+        super()._step(what, fault)
+        if what == "heal" and fault.kind.endswith("-zookeeper"):
+            self.zookeeper_up.set()
+
+
+ZK_WAIT = 8.0
+"""Seconds a stand-in admin step waits for ZooKeeper; well past the pause's heal."""
+
+
+def test_a_zookeeper_heal_is_not_held_behind_steps_waiting_on_zookeeper() -> None:
+    """Chaos seed 159: an elect-leaders drawn inside a ZooKeeper pause waited 60 s at
+    its start and 60 s at its heal for a controller that could not write to
+    ZooKeeper, and the pause's heal queued behind both: paused 120 s, not 30."""
+    injector = WaitsOnZooKeeper()
+    pause = fault(0.0, 0.3, "pause-zookeeper", "pause")
+    elect = fault(0.05, 0.1, "elect-leaders", "elect")
+    thread = carried(injector, pause, elect)
+    thread.join(2 * ZK_WAIT + WAIT)
+    assert not thread.is_alive()
+    # The pause's heal was carried out while the election still waited on it.
+    assert injector.answered == {("start", "elect"): True, ("heal", "elect"): True}
+    order = injector.steps
+    assert order.index(("start", "pause")) < order.index(("heal", "pause"))
+    assert order.index(("heal", "pause")) < order.index(("start", "elect"))
+    assert order.index(("start", "elect")) < order.index(("heal", "elect"))
+
+
+def test_a_drain_waiting_on_zookeeper_does_not_hold_its_heal() -> None:
+    """Chaos seed 303: a broker-remove's drain waited on a paused ZooKeeper and the
+    pause's heal waited behind it: paused 143 s, not 14. A kill drawn after the
+    pause's heal waits for it, and for the remove's heal drawn before it."""
+    injector = WaitsOnZooKeeper()
+    pause = fault(0.0, 0.3, "pause-zookeeper", "pause")
+    remove = fault(0.05, 0.35, "broker-remove", "remove", 2)
+    kill = fault(0.4, 0.45, "kill", "kill", 2)
+    thread = carried(injector, pause, remove, kill)
+    thread.join(2 * ZK_WAIT + WAIT)
+    assert not thread.is_alive()
+    assert injector.answered == {("start", "remove"): True, ("heal", "remove"): True}
+    order = injector.steps
+    assert order.index(("heal", "pause")) < order.index(("start", "remove"))
+    assert order.index(("heal", "remove")) < order.index(("start", "kill"))
+    assert order.index(("start", "kill")) < order.index(("heal", "kill"))
+
+
+def test_a_start_waits_for_the_heals_before_it_on_either_lane() -> None:
+    """An election's heal held on the cluster's lane holds a ZooKeeper kill drawn
+    after it; that kill's heal, held, holds a slow link drawn after it."""
+    injector = FakeInjector()
+    elect_healed, zookeeper_healed = threading.Event(), threading.Event()
+    injector.holds[("heal", "elect")] = elect_healed
+    injector.holds[("heal", "zk")] = zookeeper_healed
+    elect = fault(0.0, 0.05, "elect-leaders", "elect")
+    kill = fault(0.1, 0.2, "kill-zookeeper", "zk")
+    slow = fault(0.3, 0.35, "slow", "slow", 1)
+    cut = fault(0.0, 0.5, "partition-halves", "cut")
+    thread = carried(injector, elect, kill, slow, cut)
+    until(lambda: injector.done(("heal", "cut")))
+    assert ("heal", "elect") in injector.under_way
+    assert not injector.done(("start", "zk"))
+    elect_healed.set()
+    until(lambda: ("heal", "zk") in injector.under_way)
+    assert not injector.done(("start", "slow"))
+    zookeeper_healed.set()
+    thread.join(WAIT)
+    assert not thread.is_alive()
+    order = injector.steps
+    assert order.index(("heal", "elect")) < order.index(("start", "zk"))
+    assert order.index(("heal", "zk")) < order.index(("start", "slow"))
+    assert order.index(("start", "slow")) < order.index(("heal", "slow"))
