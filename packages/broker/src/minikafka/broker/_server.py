@@ -402,10 +402,8 @@ class BrokerServer:
                 # Bind now (a port of 0 becomes a real one to register), but requests
                 # wait in KafkaApis until the controller has unfenced this broker.
                 await nursery.start(self.socket_server.serve)
-                await register_within(
-                    self._register,
-                    self.config.broker.initial_broker_registration_timeout_ms,
-                )
+                timeout_ms = self.config.broker.initial_broker_registration_timeout_ms
+                await register_within(self._register, timeout_ms)
                 nursery.start_soon(self._heartbeat_loop)
                 await self._unfenced.wait()
                 self.apis.ready.set()
