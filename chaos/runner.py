@@ -371,17 +371,31 @@ def _close_links(network: Network | None, proxies: LinkProxies | None) -> None:
             network.close()
 
 
+REGISTRATION_GAVE_UP = "unable to register with the controller quorum"
+"""What a KRaft broker logs when it stops because its registration did not go through
+within ``initial.broker.registration.timeout.ms`` (a broker started behind a cut to
+every controller), as Kafka's ``BrokerLifecycleManager`` says and does."""
+
+
 def crashes(cluster: ProcessCluster, injector: Injector) -> list[str]:
     """The cluster's crashes, as notes, less a broker's halt on a full disk (Kafka's
-    broker halts so when its metadata log dir fails: one line, no traceback) and a
-    ZooKeeper-mode broker's start-up given up while ZooKeeper's server was down (so
-    does Kafka's)."""
+    broker halts so when its metadata log dir fails: one line, no traceback), a
+    ZooKeeper-mode broker's start-up given up while ZooKeeper's server was down and a
+    KRaft broker's given up for want of a controller (so do Kafka's). The end's heal
+    started each again."""
     injector.note_zookeeper_refusals()  # one still down
     expected = injector.halted | injector.stopped_without_zookeeper
+
+    def gave_up_registering(node: int) -> bool:
+        return REGISTRATION_GAVE_UP in cluster.tail(node, lines=1_000_000)
+
     return [
         f"node {c.node} {c.what}"
         for c in cluster.crashes()
-        if not (c.node in expected and "without being told to" in c.what)
+        if not (
+            "without being told to" in c.what
+            and (c.node in expected or gave_up_registering(c.node))
+        )
     ]
 
 
