@@ -326,6 +326,13 @@ class RaftNodeBase(abc.ABC):
     def _election_timed_out(self, now: float) -> None:
         if not self.is_voter or self.state in (State.LEADER, State.FOLLOWER):
             return
+        leader = self.leader_id
+        if self.state is State.PROSPECTIVE and leader not in (None, self.node_id):
+            # Kafka's pollProspective: the round ran out, so back to the leader it knows
+            # (its BeginQuorumEpoch of this epoch is no news to a Prospective).
+            why = "pre-vote round timed out: follows the leader it knows"
+            self._become(State.FOLLOWER, now, leader_id=leader, why=why)
+            return
         self._become(State.PROSPECTIVE, now, why="election timeout")
 
     def _election_backoff(self) -> float:

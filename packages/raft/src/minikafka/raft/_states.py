@@ -43,11 +43,14 @@ TRANSITIONS: dict[tuple[State, State], str] = {
     (V, U): "sees a higher epoch with no leader known",
     (V, P): "election timeout: asks for pre-votes",
     (V, F): "learns the leader of its epoch or of a higher one",
-    (P, P): "the pre-vote round timed out: asks again",
+    (P, P): "the pre-vote round timed out with no leader known: asks again",
     (P, C): "a majority granted pre-votes: enters the next epoch and votes for itself",
     (P, V): "grants its vote to a candidate of its epoch",
     (P, U): "pre-vote lost, or sees a higher epoch with no leader known",
-    (P, F): "learns the leader of its epoch or of a higher one",
+    (P, F): (
+        "learns the leader of its epoch or of a higher one, or its pre-vote round "
+        "timed out while it knew the leader"
+    ),
     (C, L): "a majority voted for it",
     (C, P): "election lost or timed out: after a backoff, asks for pre-votes again",
     (C, U): "sees a higher epoch with no leader known",
