@@ -86,5 +86,19 @@ def check_transition(old: State, new: State, is_voter: bool) -> str:
     return reason
 
 
+def after_election_timeout(
+    state: State, leader_id: int | None, node_id: int
+) -> tuple[State, str]:
+    """Where a voter goes when its election timer runs out (a leader and a follower
+    have none), and why. A Prospective whose pre-vote round ran out while it still knows
+    the leader of its epoch (not itself: a Resigned one knows itself) follows that
+    leader again, as Kafka's ``pollProspective`` has it (KIP-996): the leader's
+    BeginQuorumEpoch of that same epoch is no news to it, so nothing else brings it back
+    to a leader it can reach again. Any other asks for pre-votes."""
+    if state is State.PROSPECTIVE and leader_id not in (None, node_id):
+        return State.FOLLOWER, "pre-vote round timed out: follows the leader it knows"
+    return State.PROSPECTIVE, "election timeout"
+
+
 class RaftStateError(RuntimeError):
     """The node broke one of Raft's rules: a bug, never a network condition."""
