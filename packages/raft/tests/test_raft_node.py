@@ -583,3 +583,20 @@ def test_a_follower_refuses_to_truncate_below_its_high_watermark() -> None:
     with pytest.raises(RaftStateError, match="below its high watermark"):
         answer(node, request, wrong, 0.2)
     assert node.log.end_offset == 3
+
+
+def test_a_pre_vote_round_that_runs_out_goes_back_to_the_leader_it_knows() -> None:
+    """KIP-996 as Kafka's pollProspective has it: a voter that lost its leader asks for
+    pre-votes, and when the round runs out while it still knows that leader, it follows
+    it again and fetches. Chaos seed 174's controller 2, cut off and then reachable
+    again, asked again and again instead; its leader, never fetched from, resigned."""
+    node = RaftNode(1, [1, 2, 3], MemoryLog(), MemoryStateStore(), 0.0)
+    node.receive(Envelope(2, 1, 0, BeginQuorumEpochRequest(1, 2)), 0.1)
+    assert (state(node), node.leader_id) == (State.FOLLOWER, 2)
+    lost = 0.1 + CONFIG.fetch_timeout
+    node.on_timer(lost)
+    assert (state(node), node.leader_id) == (State.PROSPECTIVE, 2)
+    # No voter answers the pre-votes: the round (1 to 2 election timeouts) runs out.
+    output = node.on_timer(lost + 2 * CONFIG.election_timeout)
+    assert (state(node), node.epoch, node.leader_id) == (State.FOLLOWER, 1, 2)
+    assert set(requests_to(output, FetchRequest)) == {2}

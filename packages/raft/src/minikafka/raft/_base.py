@@ -55,7 +55,7 @@ from ._messages import (
 )
 from ._requests import RequestManager
 from ._result import Committed, LoadSnapshot, RaftReply, RaftResult
-from ._states import RaftStateError, State, check_transition
+from ._states import RaftStateError, State, after_election_timeout, check_transition
 from ._store import ElectionState, QuorumStateStore
 
 NO_LEADER = -1
@@ -324,9 +324,9 @@ class RaftNodeBase(abc.ABC):
             self._become(State.UNATTACHED, now, why="the leader stopped answering")
 
     def _election_timed_out(self, now: float) -> None:
-        if not self.is_voter or self.state in (State.LEADER, State.FOLLOWER):
-            return
-        self._become(State.PROSPECTIVE, now, why="election timeout")
+        if self.is_voter and self.state not in (State.LEADER, State.FOLLOWER):
+            new, why = after_election_timeout(self.state, self.leader_id, self.node_id)
+            self._become(new, now, leader_id=self.leader_id, why=why)
 
     def _election_backoff(self) -> float:
         """Binary exponential backoff after a lost election, randomized."""

@@ -43,11 +43,14 @@ TRANSITIONS: dict[tuple[State, State], str] = {
     (V, U): "sees a higher epoch with no leader known",
     (V, P): "election timeout: asks for pre-votes",
     (V, F): "learns the leader of its epoch or of a higher one",
-    (P, P): "the pre-vote round timed out: asks again",
+    (P, P): "the pre-vote round timed out with no leader known: asks again",
     (P, C): "a majority granted pre-votes: enters the next epoch and votes for itself",
     (P, V): "grants its vote to a candidate of its epoch",
     (P, U): "pre-vote lost, or sees a higher epoch with no leader known",
-    (P, F): "learns the leader of its epoch or of a higher one",
+    (P, F): (
+        "learns the leader of its epoch or of a higher one, or its pre-vote round "
+        "timed out while it knew the leader"
+    ),
     (C, L): "a majority voted for it",
     (C, P): "election lost or timed out: after a backoff, asks for pre-votes again",
     (C, U): "sees a higher epoch with no leader known",
@@ -81,6 +84,20 @@ def check_transition(old: State, new: State, is_voter: bool) -> str:
         role = "voter" if is_voter else "observer"
         raise RaftStateError(f"a {role} cannot go from {old.value} to {new.value}")
     return reason
+
+
+def after_election_timeout(
+    state: State, leader_id: int | None, node_id: int
+) -> tuple[State, str]:
+    """Where a voter goes when its election timer runs out (a leader and a follower
+    have none), and why. A Prospective whose pre-vote round ran out while it still knows
+    the leader of its epoch (not itself: a Resigned one knows itself) follows that
+    leader again, as Kafka's ``pollProspective`` has it (KIP-996): the leader's
+    BeginQuorumEpoch of that same epoch is no news to it, so nothing else brings it back
+    to a leader it can reach again. Any other asks for pre-votes."""
+    if state is State.PROSPECTIVE and leader_id not in (None, node_id):
+        return State.FOLLOWER, "pre-vote round timed out: follows the leader it knows"
+    return State.PROSPECTIVE, "election timeout"
 
 
 class RaftStateError(RuntimeError):
