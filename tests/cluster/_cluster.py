@@ -51,8 +51,9 @@ FAST = {
     "zookeeper.session.timeout.ms": "6000",
     # A ZooKeeper-mode broker stopping while it leads a partition no other live replica
     # can take (the last of a cluster stopped together, a test's lone leader) asks the
-    # controller controlled.shutdown.max.retries (3) times in all, this far apart, then
-    # stops: 2 s of waiting, not Kafka's default 10 s, for each such stop.
+    # controller controlled.shutdown.max.retries (3) times in all, waiting this long
+    # after each refusal, then stops: 3 s of waiting, not Kafka's default 15 s, for
+    # each such stop.
     "controlled.shutdown.retry.backoff.ms": "1000",
 }
 
