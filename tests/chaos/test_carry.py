@@ -60,6 +60,12 @@ def fault(start: float, heal: float, kind: str, name: str, *targets: int) -> Fau
     return Fault(start, heal, kind, targets, description=name)
 
 
+def in_order(injector: FakeInjector, *steps: tuple[str, str]) -> None:
+    """Each of ``steps`` was carried out, each after the one before it."""
+    at = [injector.steps.index(step) for step in steps]
+    assert at == sorted(at), (steps, injector.steps)
+
+
 def carried(injector: FakeInjector, *faults: Fault) -> threading.Thread:
     steps = [(f.start, "start", f) for f in faults]
     steps += [(f.heal, "heal", f) for f in faults]
@@ -109,9 +115,7 @@ def test_a_start_waits_for_the_heals_before_it() -> None:
     release.set()
     thread.join(WAIT)
     assert not thread.is_alive()
-    order = injector.steps
-    assert order.index(("heal", "remove")) < order.index(("start", "kill"))
-    assert order.index(("start", "kill")) < order.index(("heal", "kill"))
+    in_order(injector, ("heal", "remove"), ("start", "kill"), ("heal", "kill"))
 
 
 def test_the_active_controller_is_not_killed_beside_a_long_step() -> None:
@@ -127,8 +131,7 @@ def test_the_active_controller_is_not_killed_beside_a_long_step() -> None:
     release.set()
     thread.join(WAIT)
     assert not thread.is_alive()
-    order = injector.steps
-    assert order.index(("start", "add")) < order.index(("start", "kac"))
+    in_order(injector, ("start", "add"), ("start", "kac"))
 
 
 def test_short_steps_are_carried_out_at_their_time_beside_a_long_start() -> None:
@@ -220,10 +223,13 @@ def test_a_zookeeper_heal_is_not_held_behind_steps_waiting_on_zookeeper() -> Non
     assert not thread.is_alive()
     # The pause's heal was carried out while the election still waited on it.
     assert injector.answered == {("start", "elect"): True, ("heal", "elect"): True}
-    order = injector.steps
-    assert order.index(("start", "pause")) < order.index(("heal", "pause"))
-    assert order.index(("heal", "pause")) < order.index(("start", "elect"))
-    assert order.index(("start", "elect")) < order.index(("heal", "elect"))
+    in_order(
+        injector,
+        ("start", "pause"),
+        ("heal", "pause"),
+        ("start", "elect"),
+        ("heal", "elect"),
+    )
 
 
 def test_a_drain_waiting_on_zookeeper_does_not_hold_its_heal() -> None:
@@ -238,10 +244,8 @@ def test_a_drain_waiting_on_zookeeper_does_not_hold_its_heal() -> None:
     thread.join(2 * ZK_WAIT + WAIT)
     assert not thread.is_alive()
     assert injector.answered == {("start", "remove"): True, ("heal", "remove"): True}
-    order = injector.steps
-    assert order.index(("heal", "pause")) < order.index(("start", "remove"))
-    assert order.index(("heal", "remove")) < order.index(("start", "kill"))
-    assert order.index(("start", "kill")) < order.index(("heal", "kill"))
+    in_order(injector, ("heal", "pause"), ("start", "remove"))
+    in_order(injector, ("heal", "remove"), ("start", "kill"), ("heal", "kill"))
 
 
 def test_a_start_waits_for_the_heals_before_it_on_either_lane() -> None:
@@ -265,7 +269,5 @@ def test_a_start_waits_for_the_heals_before_it_on_either_lane() -> None:
     zookeeper_healed.set()
     thread.join(WAIT)
     assert not thread.is_alive()
-    order = injector.steps
-    assert order.index(("heal", "elect")) < order.index(("start", "zk"))
-    assert order.index(("heal", "zk")) < order.index(("start", "slow"))
-    assert order.index(("start", "slow")) < order.index(("heal", "slow"))
+    in_order(injector, ("heal", "elect"), ("start", "zk"))
+    in_order(injector, ("heal", "zk"), ("start", "slow"), ("heal", "slow"))
