@@ -9,7 +9,7 @@ from __future__ import annotations
 import trio
 from kio.schema.errors import ErrorCode
 
-from minikafka.broker.zk._server import ask_controlled_shutdown
+from minikafka.broker.zk._controlled_shutdown import ask_controlled_shutdown
 
 
 async def test_a_broker_leading_what_cannot_move_asks_max_retries_times_then_stops(

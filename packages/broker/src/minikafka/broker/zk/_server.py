@@ -47,7 +47,7 @@ import json
 import logging
 import random
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 
 import attrs
 import trio
@@ -100,6 +100,7 @@ from .._scram_apis import image_scram_lookup
 from ._apis import ZkControllerChannel, ZkKafkaApis
 from ._config_changes import DynamicConfigManager
 from ._config_handlers import ZkConfigHandlers
+from ._controlled_shutdown import ask_controlled_shutdown
 from ._controller_shell import ZkControllerShell
 from ._metadata import ZkBrokerMetadata
 from ._security import ZkSecuritySource
@@ -553,30 +554,6 @@ def _said(exc: BaseException) -> str:
     """An exception's type, and its text if it has one: kazoo's ConnectionLoss and
     SessionExpiredError carry none."""
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-async def ask_controlled_shutdown(
-    ask: Callable[[], Awaitable[tuple[ErrorCode, int]]], attempts: int, backoff: float
-) -> bool:
-    """Ask the controller to move this broker's leaderships away (``ask`` returns its
-    error and how many partitions it still leads here, -1 if unknown); while it still
-    leads partitions the controller could not move (no other replica in sync), ask
-    again. ``controlled.shutdown.max.retries`` counts every attempt, the first
-    included, and each failed one is followed by ``backoff`` seconds, the last one too,
-    as in Kafka 2.8's ``KafkaServer.controlledShutdown``. True once nothing is led
-    here."""
-    for attempt in range(1, attempts + 1):
-        error, remaining = await ask()
-        if error is ErrorCode.none and remaining == 0:
-            return True
-        _logger.info(
-            "controlled shutdown attempt %d: %s, %d partition(s) still led here",
-            attempt,
-            error.name,
-            remaining,
-        )
-        await trio.sleep(backoff)
-    return False
 
 
 @attrs.define
