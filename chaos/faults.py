@@ -34,7 +34,9 @@ The kinds injected today (:data:`INJECTED`):
   the record's ``detail``); heal: another, the cluster being whole again or not;
 - ``reassign`` (mid-fault): every partition of the topic reassigned to its replicas
   rotated by one (its preferred leader moves), by ``minikafka reassign-partitions
-  --execute``, Kafka's tool; heal: the first order reassigned back;
+  --execute``, Kafka's tool; heal: the first order reassigned back. Skipped while
+  another reassignment is under way (a partition listing more replicas than the
+  topic's replication factor: the old and the new together);
 - ``disk-full`` (as root): the broker's tmpfs filled to the brim (:mod:`chaos.disk`);
   heal: the filler deleted, the broker started again if it halted;
 - ``broker-add``, ``broker-remove``: a broker joins (a new id, registered, replicas
@@ -101,8 +103,10 @@ NOT_INJECTED: tuple[str, ...] = tuple(kind for kind in KINDS if kind not in INJE
 
 class NotCarriedOut(Exception):
     """A fault that could not be carried out for a reason the cluster gave, as Kafka's
-    would (a broker added while ZooKeeper's server was down gave up its start-up):
-    recorded as skipped with that reason, not as the harness failing."""
+    would (a broker added while ZooKeeper's server was down gave up its start-up), or
+    that the cluster's state made meaningless (a ``reassign`` drawn while another
+    reassignment is under way): recorded as skipped with that reason, not as the
+    harness failing."""
 
 
 @attrs.define
@@ -196,8 +200,11 @@ class Injector:
         topic: str = "chaos",
         disks: Disks | None = None,
         proxies: LinkProxies | None = None,
+        replication_factor: int = 3,
     ) -> None:
         self.cluster, self.zookeeper, self.network = cluster, zookeeper, network
+        self.replication_factor = replication_factor
+        """The topic's replicas per partition: what a ``reassign`` keeps."""
         self.proxies = proxies
         """The link proxies that carry the link faults out where no ``network``."""
         self.servers = servers or cluster.bootstrap
@@ -463,6 +470,13 @@ class Injector:
             # replicas: nothing to rotate, and Kafka's tool would refuse the file.
             self._assignment = {}
             return f"not started: the metadata named no replicas to move ({first})"
+        moving = {p: r for p, r in first.items() if len(r) != self.replication_factor}
+        if moving:
+            # A reassignment under way (a membership step's, or a heal refused): its
+            # partitions list the old replicas and the new together, and rotating
+            # those would ask for more replicas than the topic has (chaos seed 405).
+            self._assignment = {}
+            raise NotCarriedOut(f"a reassignment is under way: {moving}")
         try:
             done = operations.reassign(
                 self.servers, self.topic, operations.rotated(first)

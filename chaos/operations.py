@@ -130,6 +130,8 @@ def reassign(servers: str, topic: str, assignment: dict[int, list[int]]) -> str:
         command = [sys.executable, "-m", "minikafka.tools", "reassign-partitions"]
         command += ["--bootstrap-server", servers, "--execute"]
         command += ["--reassignment-json-file", file.name]
+        # Moves, never a change of replication factor: a list read wrong is refused.
+        command += ["--disallow-replication-factor-change"]
         done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     finally:
         os.unlink(file.name)

@@ -198,21 +198,40 @@ def _create_topic(servers: str, partitions: int, name: str = TOPIC) -> None:
 
 
 def _whole(servers: str, partitions: int, deadline: float) -> bool:
-    """Wait until every partition has a leader and three in-sync replicas."""
+    """Wait until every partition has a leader and its whole ISR."""
+    return not not_whole(servers, partitions, deadline)
+
+
+def not_whole(servers: str, partitions: int, deadline: float) -> list[str]:
+    """Wait until every partition has a leader, :data:`REPLICATION_FACTOR` replicas and
+    all of them in its ISR; empty then, else the partitions that were not, as last
+    seen (the ISR compared with the partition's own replicas, so that a harness
+    leaving one with four replicas is named, not taken for an ISR too large)."""
     client = AdminClient({"bootstrap.servers": servers, "log_level": 0})
+    short = [f"no answer about {TOPIC}"]
     while time.monotonic() < deadline:
         try:
             found = client.list_topics(TOPIC, timeout=5).topics.get(TOPIC)
             if found is not None and found.error is None:
-                states = [found.partitions.get(p) for p in range(partitions)]
-                if all(
-                    s is not None and s.leader >= 0 and len(s.isrs) == 3 for s in states
-                ):
-                    return True
+                short = []
+                for p in range(partitions):
+                    s = found.partitions.get(p)
+                    if s is None:
+                        short.append(f"{p}: not listed")
+                    elif (
+                        s.leader < 0
+                        or len(s.replicas) != REPLICATION_FACTOR
+                        or sorted(s.isrs) != sorted(s.replicas)
+                    ):
+                        short.append(
+                            f"{p}: leader {s.leader} replicas {s.replicas} isr {s.isrs}"
+                        )
+                if not short:
+                    return []
         except Exception:  # no broker answered yet: ask again
             pass
         time.sleep(0.5)  # polling the cluster's state, inside the deadline
-    return False
+    return short
 
 
 def settle_and_read(
@@ -224,8 +243,12 @@ def settle_and_read(
     partition left with no leader is not, and must not spend the others' time); the
     final state, the partitions that could not be read back (each named in ``notes``,
     with why), and the deadline of the transactional read-back that may follow."""
-    if not _whole(servers, partitions, time.monotonic() + SETTLE):
-        notes.append("not every partition had its whole ISR again after healing")
+    short = not_whole(servers, partitions, time.monotonic() + SETTLE)
+    if short:
+        notes.append(
+            "not every partition had its whole ISR again after healing: "
+            + "; ".join(short)
+        )
     final, unreadable = read_back_readable(servers, TOPIC, partitions, SETTLE)
     notes += unreadable
     unread = [(TOPIC, p) for p in range(partitions) if (TOPIC, p) not in final]
@@ -271,7 +294,9 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
     if network is not None:
         place(cluster, network)
         servers = bootstrap(cluster, network)
-    injector = Injector(cluster, zookeeper, network, servers, TOPIC, disks, proxies)
+    injector = Injector(
+        cluster, zookeeper, network, servers, TOPIC, disks, proxies, REPLICATION_FACTOR
+    )
     notes: list[str] = []
     origin = time.time()  # the schedule's instant 0, on the records' clock
     try:

@@ -59,15 +59,18 @@ def test_a_whole_isr_wait_that_ran_out_leaves_the_read_back_its_own_time(
     was left on brokers shut down for good) and the read-back, given the same deadline,
     found it passed before reading a record. Each now has its own."""
 
-    def whole_never(servers: str, partitions: int, deadline: float) -> bool:
+    def whole_never(servers: str, partitions: int, deadline: float) -> list[str]:
         clock.now = deadline + 0.5  # polled until its deadline, in vain
-        return False
+        return ["2: leader 1 replicas [1, 2, 3] isr [1, 2]"]
 
-    monkeypatch.setattr(runner, "_whole", whole_never)
+    monkeypatch.setattr(runner, "not_whole", whole_never)
     monkeypatch.setattr(workload, "_read_partition", fake_read(clock))
     notes: list[str] = []
     final, unread, deadline = runner.settle_and_read("servers", PARTITIONS, notes)
-    assert notes == ["not every partition had its whole ISR again after healing"]
+    assert notes == [
+        "not every partition had its whole ISR again after healing: "
+        "2: leader 1 replicas [1, 2, 3] isr [1, 2]"
+    ]
     assert unread == []
     assert sorted(final) == [(runner.TOPIC, p) for p in range(PARTITIONS)]
     assert deadline > clock()  # the transactional read-back's time is not spent either
@@ -79,7 +82,7 @@ def test_a_partition_that_cannot_be_read_back_is_named_not_a_crash(
     """The read-back of one partition failing no longer raises out of the run: the
     others are read, and a note says which partition and why (notes make the exit
     status 2)."""
-    monkeypatch.setattr(runner, "_whole", lambda servers, partitions, deadline: True)
+    monkeypatch.setattr(runner, "not_whole", lambda servers, partitions, deadline: [])
     monkeypatch.setattr(
         workload, "_read_partition", fake_read(clock, unreadable=frozenset({0}))
     )
@@ -110,7 +113,7 @@ def test_a_partition_with_no_leader_does_not_spend_the_next_partitions_time(
             raise AssertionError(f"the high watermark of {topic}-2: Unknown partition")
         return read(bootstrap, topic, partition, deadline)
 
-    monkeypatch.setattr(runner, "_whole", lambda servers, partitions, deadline: True)
+    monkeypatch.setattr(runner, "not_whole", lambda servers, partitions, deadline: [])
     monkeypatch.setattr(workload, "_read_partition", leaderless_2)
     notes: list[str] = []
     final, unread, deadline = runner.settle_and_read("servers", PARTITIONS, notes)
