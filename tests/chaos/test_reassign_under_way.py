@@ -8,6 +8,7 @@ that are not whole. Unit level: the admin operations and the cluster are fakes."
 
 from __future__ import annotations
 
+import subprocess
 import time
 from types import SimpleNamespace
 from typing import cast
@@ -58,7 +59,7 @@ def test_the_tool_is_told_never_to_change_the_replication_factor(
         ran.append(command)
         return SimpleNamespace(returncode=0, stdout="Successfully started\n", stderr="")
 
-    monkeypatch.setattr(operations.subprocess, "run", run)
+    monkeypatch.setattr(subprocess, "run", run)  # as operations calls it
     operations.reassign("127.0.0.1:9", "chaos", {0: [2, 3, 1]})
     [command] = ran
     assert "--disallow-replication-factor-change" in command
