@@ -120,8 +120,9 @@ class Injected:
     healed: float | None = None
     error: str = ""
     skipped: str = ""
-    """Why it was not started: its node already down by another fault, or the cluster
-    refused it as Kafka's would (:class:`NotCarriedOut`)."""
+    """Why it was not started: its node already down by another fault, the cluster
+    refused it as Kafka's would (:class:`NotCarriedOut`), or its start could come only
+    after its drawn heal (:mod:`chaos.carry`)."""
     detail: str = ""
     """How it was carried out, where that varies (netem or tbf; what an election or a
     reassignment answered)."""
@@ -337,6 +338,12 @@ class Injector:
             record.started = now
         except Exception as exc:  # the run goes on: the record says what failed
             record.error = f"start: {said(exc)}"
+
+    def skip(self, fault: Fault, why: str) -> None:
+        """``fault`` recorded as skipped, neither started nor healed (:mod:`chaos.carry`
+        skips a start that could come only after its drawn heal)."""
+        with self._lock:
+            self.done.append(Injected(fault, skipped=why))
 
     def _down_by(self, node: int, record: Injected) -> str | None:
         """The kind of another active fault that took ``node`` down, if one did."""

@@ -9,7 +9,8 @@
    starts and heals each fault at its time (:func:`~.carry.carry_out`: the steps that
    wait on the cluster -- admin operations, membership changes, ZooKeeper restarts --
    on a lane of their own, so that they hold up no other fault's heal; a step may
-   still be late, and the record keeps when each really happened).
+   still be late, a start that could come only after its fault's heal is skipped, and
+   the record keeps when each really happened).
 3. Heal everything, stop the workloads, wait for every partition's whole ISR, read the
    final state back (with transactions, ``chaos-out`` both ways and the transform
    group's offsets too), and check the history (:mod:`chaos.checker`) and the traces

@@ -5,23 +5,31 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import cast
 
 import pytest
 
-from chaos.carry import carry_out, lateness, lateness_line
-from chaos.faults import Injected
+from chaos.carry import AFTER_ITS_HEAL, carry_out, lateness, lateness_line
+from chaos.faults import Injected, Injector
 from chaos.nemesis import Fault
+from minikafka.broker.testing import ProcessCluster
 
 WAIT = 20.0
 """Seconds a test waits for a step on a loaded machine before failing."""
+LATER = 2.0
+"""When a fault whose start is held until a test lets it go is drawn to heal: well
+after that start on a loaded machine (a start carried out only after its drawn heal is
+skipped)."""
 
 
 class FakeInjector:
-    """Records each step; a step on a fault in ``holds`` waits for its event."""
+    """Records each step, and each fault skipped and why; a step on a fault in
+    ``holds`` waits for its event."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.steps: list[tuple[str, str]] = []
+        self.skipped: dict[str, str] = {}
         self.holds: dict[tuple[str, str], threading.Event] = {}
         self.under_way: set[tuple[str, str]] = set()
         self.fail: tuple[str, str] | None = None
@@ -43,6 +51,10 @@ class FakeInjector:
 
     def heal(self, fault: Fault, now: float) -> None:
         self._step("heal", fault)
+
+    def skip(self, fault: Fault, why: str) -> None:
+        with self.lock:
+            self.skipped[fault.description] = why
 
     def done(self, step: tuple[str, str]) -> bool:
         with self.lock:
@@ -106,7 +118,7 @@ def test_a_start_waits_for_the_heals_before_it() -> None:
     release = threading.Event()
     injector.holds[("heal", "remove")] = release
     remove = fault(0.0, 0.05, "broker-remove", "remove", 3)
-    kill = fault(0.1, 0.15, "kill", "kill", 3)
+    kill = fault(0.1, LATER, "kill", "kill", 3)
     cut = fault(0.0, 0.3, "partition-halves", "cut")
     thread = carried(injector, remove, kill, cut)
     until(lambda: injector.done(("heal", "cut")))
@@ -123,7 +135,7 @@ def test_the_active_controller_is_not_killed_beside_a_long_step() -> None:
     release = threading.Event()
     injector.holds[("start", "add")] = release
     add = fault(0.0, 0.5, "broker-add", "add", 4)
-    kac = fault(0.05, 0.1, "kill-active-controller", "kac", -1)
+    kac = fault(0.05, LATER, "kill-active-controller", "kac", -1)
     cut = fault(0.0, 0.2, "partition-ring", "cut")
     thread = carried(injector, add, kac, cut)
     until(lambda: injector.done(("heal", "cut")))
@@ -178,13 +190,16 @@ def test_lateness_is_the_latest_start_and_the_latest_heal() -> None:
     assert heal.seconds == pytest.approx(281.0)
     assert lateness_line([cut, reassign, skipped], origin) == (
         "schedule lateness: start +30.0s (reassign due at 95.0s), "
-        "heal +281.0s (partition-one-way due at 117.4s)"
+        "heal +281.0s (partition-one-way due at 117.4s); "
+        "skipped, held past their drawn heal: 0"
     )
 
 
 def test_lateness_of_nothing_carried_out() -> None:
     assert lateness([], 0.0) == (None, None)
-    assert lateness_line([], 0.0) == "schedule lateness: no start, no heal"
+    assert lateness_line([], 0.0) == (
+        "schedule lateness: no start, no heal; skipped, held past their drawn heal: 0"
+    )
 
 
 class WaitsOnZooKeeper(FakeInjector):
@@ -239,7 +254,7 @@ def test_a_drain_waiting_on_zookeeper_does_not_hold_its_heal() -> None:
     injector = WaitsOnZooKeeper()
     pause = fault(0.0, 0.3, "pause-zookeeper", "pause")
     remove = fault(0.05, 0.35, "broker-remove", "remove", 2)
-    kill = fault(0.4, 0.45, "kill", "kill", 2)
+    kill = fault(0.4, LATER, "kill", "kill", 2)
     thread = carried(injector, pause, remove, kill)
     thread.join(2 * ZK_WAIT + WAIT)
     assert not thread.is_alive()
@@ -256,14 +271,16 @@ def test_a_start_waits_for_the_heals_before_it_on_either_lane() -> None:
     injector.holds[("heal", "elect")] = elect_healed
     injector.holds[("heal", "zk")] = zookeeper_healed
     elect = fault(0.0, 0.05, "elect-leaders", "elect")
-    kill = fault(0.1, 0.2, "kill-zookeeper", "zk")
-    slow = fault(0.3, 0.35, "slow", "slow", 1)
-    cut = fault(0.0, 0.5, "partition-halves", "cut")
-    thread = carried(injector, elect, kill, slow, cut)
+    kill = fault(0.1, LATER, "kill-zookeeper", "zk")
+    slow = fault(LATER + 0.1, 2 * LATER, "slow", "slow", 1)
+    cut = fault(0.0, 0.2, "partition-halves", "cut")
+    pause = fault(0.0, LATER + 0.3, "pause", "pause", 2)  # on time: slow's start is put
+    thread = carried(injector, elect, kill, slow, cut, pause)
     until(lambda: injector.done(("heal", "cut")))
     assert ("heal", "elect") in injector.under_way
     assert not injector.done(("start", "zk"))
     elect_healed.set()
+    until(lambda: injector.done(("heal", "pause")))
     until(lambda: ("heal", "zk") in injector.under_way)
     assert not injector.done(("start", "slow"))
     zookeeper_healed.set()
@@ -271,3 +288,77 @@ def test_a_start_waits_for_the_heals_before_it_on_either_lane() -> None:
     assert not thread.is_alive()
     in_order(injector, ("heal", "elect"), ("start", "zk"))
     in_order(injector, ("heal", "zk"), ("start", "slow"), ("heal", "slow"))
+    assert injector.skipped == {}
+
+
+def test_a_heal_waits_for_its_own_start_not_for_later_steps_on_the_lane() -> None:
+    """Chaos seeds 174 and 184: a one-way cut whose start was held on the cluster's lane
+    behind a membership heal had its heal queued there too, behind an elect-leaders put
+    on the lane after that start, which waited 60 s at its start and 60 s at its heal
+    for a cluster the cut kept from answering: 27 s drawn, 149 s carried out."""
+    injector = FakeInjector()
+    removed, elected = threading.Event(), threading.Event()
+    injector.holds[("heal", "remove")] = removed
+    injector.holds[("start", "elect")] = elected
+    remove = fault(0.0, 0.05, "broker-remove", "remove", 3)
+    pause = fault(0.0, 0.15, "pause", "pause", 1)  # on time: cut's start is put
+    cut = fault(0.1, LATER, "partition-one-way", "cut")
+    elect = fault(0.2, LATER - 0.2, "elect-leaders", "elect")
+    thread = carried(injector, remove, pause, cut, elect)
+    until(lambda: injector.done(("heal", "pause")))
+    assert not injector.done(("start", "cut"))  # held behind the remove's heal
+    removed.set()
+    until(lambda: ("start", "elect") in injector.under_way)  # waiting on the cluster
+    until(lambda: injector.done(("heal", "cut")))  # at its time, 2 s in
+    assert not injector.done(("start", "elect"))
+    elected.set()
+    thread.join(WAIT)
+    assert not thread.is_alive()
+    in_order(injector, ("heal", "remove"), ("start", "cut"), ("heal", "cut"))
+    in_order(injector, ("start", "cut"), ("start", "elect"), ("heal", "elect"))
+    assert injector.skipped == {}
+
+
+def test_a_start_held_past_its_drawn_heal_is_skipped_with_its_heal() -> None:
+    """A kill and a ZooKeeper kill drawn after a broker-remove's heal, both to heal
+    before that heal is done: neither is started (nor healed at once after), and each
+    is reported skipped, with how late it would have started."""
+    injector = FakeInjector()
+    removed = threading.Event()
+    injector.holds[("heal", "remove")] = removed
+    remove = fault(0.0, 0.05, "broker-remove", "remove", 3)
+    kill = fault(0.1, 0.3, "kill", "kill", 3)
+    zookeeper = fault(0.2, 0.4, "kill-zookeeper", "zk")
+    pause = fault(0.0, 0.5, "pause", "pause", 1)  # on time: after both drawn heals
+    thread = carried(injector, remove, kill, zookeeper, pause)
+    until(lambda: injector.done(("heal", "pause")))
+    until(lambda: ("heal", "remove") in injector.under_way)
+    removed.set()
+    thread.join(WAIT)
+    assert not thread.is_alive()
+    # Neither started nor healed: only the remove's and the pause's steps were.
+    assert {name for _, name in injector.steps} == {"remove", "pause"}
+    in_order(injector, ("heal", "pause"), ("heal", "remove"))
+    assert set(injector.skipped) == {"kill", "zk"}
+    assert f"{AFTER_ITS_HEAL} at 0.3s" in injector.skipped["kill"]
+    assert f"{AFTER_ITS_HEAL} at 0.4s" in injector.skipped["zk"]
+
+
+def test_a_skipped_fault_is_recorded_and_counted() -> None:
+    """The injector records a skipped fault as not started; the summary's lateness line
+    counts the ones skipped for lateness, not the others."""
+    injector = Injector(
+        cast(ProcessCluster, object()), zookeeper=False, servers="x:9092"
+    )
+    cut = fault(104.4, 131.4, "partition-one-way", "cut")
+    injector.skip(cut, f"could start only 30.2s late, {AFTER_ITS_HEAL} at 131.4s")
+    down = Injected(fault(10.0, 20.0, "kill", "kill"), skipped="node 1 down (pause)")
+    (record,) = injector.done
+    assert record.started is None
+    assert record.healed is None
+    assert record.to_json()["skipped"] == (
+        "could start only 30.2s late, after its drawn heal at 131.4s"
+    )
+    assert lateness_line([record, down], 0.0) == (
+        "schedule lateness: no start, no heal; skipped, held past their drawn heal: 1"
+    )
