@@ -58,6 +58,8 @@ def test_unregistering_a_fenced_broker_writes_its_record_and_forgets_it() -> Non
     h = cluster(3)
     h.create_topic("t", assignments=((1, 2, 3),))
     fence_by_timeout(h, 1)
+    # Fenced but registered, it may still be named in a manual assignment.
+    h.create_topic("named", assignments=((2, 1),))
     epoch = h.broker_epochs[1]
     before = h.last_offset
 
@@ -77,6 +79,11 @@ def test_unregistering_a_fenced_broker_writes_its_record_and_forgets_it() -> Non
     response = h.request(CreateTopicsRequest((CreatableTopic("v", 1, 3),)))
     assert isinstance(response, CreateTopicsResponse)
     assert response.topics[0].error_code == ErrorCode.invalid_replication_factor
+    # Unregistered, it may not: Kafka's "no such broker is registered".
+    named = CreatableTopic("w", -1, -1, ((2, 1),))
+    response = h.request(CreateTopicsRequest((named,)))
+    assert isinstance(response, CreateTopicsResponse)
+    assert response.topics[0].error_code == ErrorCode.invalid_replica_assignment
 
 
 def test_an_unknown_broker_is_refused_and_nothing_is_written() -> None:
