@@ -16,6 +16,7 @@ import sys
 
 import pytest
 import trio
+from confluent_kafka import KafkaException as LibrdkafkaException
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
 from kio.schema.describe_cluster.v2.response import DescribeClusterResponse
@@ -98,7 +99,7 @@ def test_a_stopped_broker_unregistered_is_gone_from_the_cluster(
     refused = client.create_topics(
         [NewTopic("refused", 1, replica_assignment=[[1, 3]])]
     )
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(LibrdkafkaException) as caught:
         refused["refused"].result(timeout=WAIT)
     assert caught.value.args[0].name() == "INVALID_REPLICA_ASSIGNMENT"
 

@@ -136,7 +136,8 @@ def test_the_broker_registers_again_as_a_new_broker() -> None:
     assert h.register(2).error_code == ErrorCode.none
     (record,) = h.appended_since(before)
     assert isinstance(record, RegisterBrokerRecord)
-    assert record.broker_id == 2 and record.fenced
+    assert record.broker_id == 2
+    assert record.fenced
     assert not h.heartbeat(2).is_fenced
 
 
