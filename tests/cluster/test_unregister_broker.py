@@ -15,41 +15,22 @@ import subprocess
 import sys
 
 import pytest
-import trio
 from confluent_kafka import KafkaException as LibrdkafkaException
 from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
-from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
-from kio.schema.describe_cluster.v2.response import DescribeClusterResponse
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i8
 
 from minikafka.broker.testing import ProcessCluster
-from minikafka.client import AdminClient, AsyncAdminClient, KafkaException
-from tests.cluster._cluster import WAIT, MakeCluster, admin, state, wait_for
+from minikafka.client import AdminClient, KafkaException
+from tests.cluster._cluster import (
+    WAIT,
+    MakeCluster,
+    admin,
+    registered_brokers,
+    state,
+    wait_for,
+)
 
 pytestmark = pytest.mark.timeout(300)
-
-
-def registered(cluster: ProcessCluster) -> dict[int, bool]:
-    """Every registered broker and whether it is fenced (DescribeCluster v2 with
-    ``include_fenced_brokers``), as the first broker answers."""
-
-    async def ask() -> dict[int, bool]:
-        config = {"bootstrap.servers": cluster.bootstrap}
-        with trio.fail_after(WAIT):
-            async with AsyncAdminClient.open(config) as client:
-                body = DescribeClusterRequest(
-                    include_cluster_authorized_operations=False,
-                    endpoint_type=i8(1),
-                    include_fenced_brokers=True,
-                )
-                response = await client.request(
-                    client.bootstrap[0], body, DescribeClusterResponse
-                )
-                assert response.error_code == ErrorCode.none, response
-                return {int(b.broker_id): b.is_fenced for b in response.brokers}
-
-    return trio.run(ask)
 
 
 def unregister_tool(
@@ -69,14 +50,15 @@ def test_a_stopped_broker_unregistered_is_gone_from_the_cluster(
 ) -> None:
     cluster = make_cluster(brokers=3)  # controller 0, brokers 1 to 3
     wait_for(
-        lambda: registered(cluster) == {1: False, 2: False, 3: False},
+        lambda: registered_brokers(cluster) == {1: False, 2: False, 3: False},
         "three unfenced brokers",
     )
     cluster.stop(3)
     # Stopped, it is fenced but still registered: listed when fenced brokers are asked
     # for, and a manual assignment may still name it.
     wait_for(
-        lambda: registered(cluster) == {1: False, 2: False, 3: True}, "broker 3 fenced"
+        lambda: registered_brokers(cluster) == {1: False, 2: False, 3: True},
+        "broker 3 fenced",
     )
     client = admin(cluster)
     named = client.create_topics([NewTopic("named", 1, replica_assignment=[[1, 3]])])
@@ -87,7 +69,9 @@ def test_a_stopped_broker_unregistered_is_gone_from_the_cluster(
         0,
         "Broker 3 is no longer registered.\n",
     ), result.stderr
-    wait_for(lambda: registered(cluster) == {1: False, 2: False}, "broker 3 gone")
+    wait_for(
+        lambda: registered_brokers(cluster) == {1: False, 2: False}, "broker 3 gone"
+    )
 
     # The partition it was a replica of keeps it in its replicas (Kafka moves nothing).
     assert state(cluster, "named").replicas == (1, 3)
