@@ -64,6 +64,7 @@ TOOLS: Mapping[str, str] = {
     "kafka-dump-log": "kafka.tools.DumpLogSegments",
     "kafka-storage": "kafka.tools.StorageTool",
     "kafka-acls": "org.apache.kafka.tools.AclCommand",
+    "kafka-cluster": "org.apache.kafka.tools.ClusterTool",
 }
 
 # A tool logs warnings and errors to stderr, as Kafka's tools-log4j2.yaml has it; the

@@ -19,9 +19,14 @@ from pathlib import Path
 
 import attrs
 import pytest
+import trio
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
+from kio.schema.describe_cluster.v2.response import DescribeClusterResponse
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i8
 
 from minikafka.broker._node_exits import describe_exit, tracebacks
 from minikafka.broker.testing import (
@@ -30,6 +35,7 @@ from minikafka.broker.testing import (
     ProcessCluster,
     free_ports,
 )
+from minikafka.client import AsyncAdminClient
 
 WAIT = 60.0
 """Seconds a test waits for the cluster to do something that takes a few (a fencing,
@@ -123,6 +129,28 @@ def state(cluster: ProcessCluster, topic: str, partition: int = 0) -> PartitionS
         return PartitionState(-1, (), ())
     p = found.partitions[partition]
     return PartitionState(p.leader, tuple(p.replicas), tuple(p.isrs))
+
+
+def registered_brokers(cluster: ProcessCluster) -> dict[int, bool]:
+    """Every registered broker and whether it is fenced (DescribeCluster v2 with
+    ``include_fenced_brokers``), as the first broker answers."""
+
+    async def ask() -> dict[int, bool]:
+        config = {"bootstrap.servers": cluster.bootstrap}
+        with trio.fail_after(WAIT):
+            async with AsyncAdminClient.open(config) as client:
+                body = DescribeClusterRequest(
+                    include_cluster_authorized_operations=False,
+                    endpoint_type=i8(1),
+                    include_fenced_brokers=True,
+                )
+                response = await client.request(
+                    client.bootstrap[0], body, DescribeClusterResponse
+                )
+                assert response.error_code == ErrorCode.none, response
+                return {int(b.broker_id): b.is_fenced for b in response.brokers}
+
+    return trio.run(ask)
 
 
 def watermarks(bootstrap: str, topic: str) -> tuple[int, int]:

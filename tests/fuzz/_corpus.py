@@ -129,6 +129,9 @@ BASE: Overrides = {
     "isolation_level": 0,
     "rack_id": "",
     "ListOffsetsPartition.timestamp": -1,
+    # UnregisterBroker: an id never registered (the harness's broker is node 1; a
+    # mutation may still name it, which leaves it serving, its partitions leaderless).
+    "UnregisterBrokerRequest.broker_id": 99,
     # Metadata: ask for the topic, never create one by asking.
     "allow_auto_topic_creation": False,
     # Groups: a consumer group with one (unknown) member.

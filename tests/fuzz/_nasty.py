@@ -586,6 +586,11 @@ def describe_quorum(rng: random.Random) -> Overrides:
     )
 
 
+def unregister_broker(rng: random.Random) -> Overrides:
+    """UnregisterBroker of ids no broker has: negative, huge, the controller's own."""
+    return {"broker_id": rng.choice((-1, -2, 0, 2, 99, INT32_MAX, INT32_MIN))}
+
+
 def alter_configs(rng: random.Random) -> Overrides:
     """IncrementalAlterConfigs and AlterConfigs: resource types and names that do not
     exist or are not this broker, keys no resource has, values of the wrong type or
@@ -852,6 +857,7 @@ NASTY: dict[ApiKey, Callable[[random.Random], Overrides]] = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: reassignments,
     ApiKey.LIST_PARTITION_REASSIGNMENTS: list_reassignments,
     ApiKey.DESCRIBE_QUORUM: describe_quorum,
+    ApiKey.UNREGISTER_BROKER: unregister_broker,
     ApiKey.ALTER_CONFIGS: alter_configs,
     ApiKey.INCREMENTAL_ALTER_CONFIGS: alter_configs,
     ApiKey.OFFSET_DELETE: offset_delete,

@@ -91,3 +91,15 @@ def test_starting_a_broker_program_imports_few_of_the_request_classes_it_serves(
         [sys.executable, "-c", check], check=True, capture_output=True, text=True
     )
     assert int(out.stdout) < served / 2, (out.stdout, served)
+
+
+def test_unregister_broker_is_kraft_only() -> None:
+    """UnregisterBroker (KIP-631) is served by a KRaft broker and by the controller
+    listener; a ZooKeeper-mode broker does not list it, as Kafka 3.x's does not (the
+    API's listeners are ``broker`` and ``controller``, not ``zkBroker``)."""
+    from minikafka.broker._controller_apis import SUPPORTED as CONTROLLER_SUPPORTED
+    from minikafka.broker.zk import ZkKafkaApis
+
+    assert KafkaApis.SUPPORTED[ApiKey.UNREGISTER_BROKER] == (0, 0)
+    assert CONTROLLER_SUPPORTED[ApiKey.UNREGISTER_BROKER] == (0, 0)
+    assert ApiKey.UNREGISTER_BROKER not in ZkKafkaApis.SUPPORTED

@@ -668,6 +668,8 @@ def _version_body(
         29: lambda: acl_filter,
         31: lambda: {"filters": (build(element(cls, "filters"), **acl_filter),)},
         46: lambda: {"timeout": seconds, "topics": None},
+        # UnregisterBroker of an id never registered (this node is the only broker).
+        64: lambda: {"broker_id": 99},
         37: lambda: {
             "topics": entry("topics", count=count, assignments=None),
             "timeout": seconds,
@@ -702,6 +704,7 @@ _SWEEP_ORDER = (
     21,
     51,
     50,
+    64,
     30,
     29,
     31,
@@ -762,6 +765,9 @@ async def test_every_advertised_version_of_every_api_is_answered(broker: Kafka) 
             if api_key == 43:
                 assert ErrorCode.election_not_needed in errors, response
                 errors = [e for e in errors if e is not ErrorCode.election_not_needed]
+            if api_key == 64:  # the controller's refusal, forwarded as it came
+                assert errors == [ErrorCode.broker_id_not_registered], response
+                errors = []
             if api_key in (29, 30, 31):  # no authorizer configured
                 assert set(errors) == {ErrorCode.security_disabled}, response
                 errors = []

@@ -571,6 +571,14 @@ CASES: tuple[Case, ...] = (
         [(CLUSTER, CLUSTER_NAME, Op.ALTER)],
     ),
     Case(
+        "UnregisterBroker needs ALTER on the cluster",
+        # An id never registered: allowed, the controller's own refusal comes back.
+        lambda: nested_body(64, 0, broker_id=99),
+        ErrorCode.cluster_authorization_failed,
+        [(CLUSTER, CLUSTER_NAME, Op.ALTER)],
+        check_allowed=lambda r: r.error_code is ErrorCode.broker_id_not_registered,
+    ),
+    Case(
         "DescribeLogDirs needs DESCRIBE on the cluster",
         lambda: nested_body(35, highest(35), topics=None),
         ErrorCode.cluster_authorization_failed,

@@ -805,6 +805,11 @@ public final class JavaClient {
                 }
                 return out;
             }
+            case "unregister_broker": {
+                int id = (Integer) step.get("broker_id");
+                get(admin.unregisterBroker(id).all());
+                return id;
+            }
             case "elect_leaders": {
                 Set<TopicPartition> tps = new HashSet<>();
                 for (Object tp : (List<Object>) step.get("partitions")) {

@@ -2,7 +2,8 @@
 types, KIP-1073's fenced brokers), DescribeLogDirs (KIP-113, KIP-827) and
 DescribeProducers (KIP-664), with their error paths (asked for the controllers of a
 broker, an endpoint type nobody has, a topic or partition the broker does not hold) at
-every version minikafka advertises."""
+every version minikafka advertises; and UnregisterBroker's refusal of an id the
+controller does not know (KIP-631: the one node cannot be unregistered and go on)."""
 
 from __future__ import annotations
 
@@ -132,6 +133,13 @@ PRODUCERS_CASES: dict[str, Case] = {
 }
 
 
+UNREGISTER_CASES: dict[str, Case] = {
+    "unknown-broker": lambda s, v: s.check(
+        make(ApiKey.UNREGISTER_BROKER, v, broker_id=99)
+    ),
+}
+
+
 def scenarios() -> Iterator[Scenario]:
     yield from each_version(
         ApiKey.DESCRIBE_CLUSTER, "describe-cluster", CLUSTER_CASES, CLUSTER_SINCE
@@ -141,4 +149,7 @@ def scenarios() -> Iterator[Scenario]:
     )
     yield from each_version(
         ApiKey.DESCRIBE_PRODUCERS, "describe-producers", PRODUCERS_CASES
+    )
+    yield from each_version(
+        ApiKey.UNREGISTER_BROKER, "unregister-broker", UNREGISTER_CASES
     )

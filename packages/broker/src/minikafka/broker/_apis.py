@@ -111,6 +111,7 @@ from ._transactions import (
 )
 from ._txn_admin import handle_describe_transactions, handle_list_transactions
 from ._txn_verify import AddPartitionsToTxnManager
+from ._unregister_broker import UNREGISTER_BROKER_VERSIONS, handle_unregister_broker
 
 _logger = logging.getLogger("minikafka.broker")
 
@@ -346,6 +347,9 @@ class KafkaApis:
     async def _elect_leaders(self, request: Request) -> None:
         await handle_elect_leaders(request, self.controller)
 
+    async def _unregister_broker(self, request: Request) -> None:
+        await handle_unregister_broker(request, self.controller)
+
     async def _describe_quorum(self, request: Request) -> None:
         await handle_describe_quorum(request, self.controller, self.config.roles)
 
@@ -522,6 +526,9 @@ class KafkaApis:
             ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, _list_partition_reassignments
         ),
         ApiSpec(ApiKey.DESCRIBE_QUORUM, *DESCRIBE_QUORUM_VERSIONS, _describe_quorum),
+        ApiSpec(
+            ApiKey.UNREGISTER_BROKER, *UNREGISTER_BROKER_VERSIONS, _unregister_broker
+        ),
         ApiSpec(ApiKey.DESCRIBE_CLUSTER, *DESCRIBE_CLUSTER_VERSIONS, _describe_cluster),
         ApiSpec(
             ApiKey.DESCRIBE_LOG_DIRS, *DESCRIBE_LOG_DIRS_VERSIONS, _describe_log_dirs

@@ -560,6 +560,9 @@ SERVED_BODIES: Mapping[ApiKey, tuple[type, ...]] = {
         "describe_quorum_v1.DescribeQuorumRequest | describe_quorum_v2.DescribeQuorumRequest"
     ),
     ApiKey.DESCRIBE_CLUSTER: DESCRIBE_CLUSTER,
+    ApiKey.UNREGISTER_BROKER: body_classes(
+        "unregister_broker_v0.UnregisterBrokerRequest"
+    ),
     ApiKey.DESCRIBE_LOG_DIRS: DESCRIBE_LOG_DIRS,
     # Answered by a SASL listener's connection (minikafka.net); the handler sees them
     # only outside an exchange, and answers without reading the body.

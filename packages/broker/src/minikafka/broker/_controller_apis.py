@@ -106,6 +106,7 @@ from ._reassignments import (
 )
 from ._roles import QuorumVoter
 from ._scram_apis import SCRAM_API_VERSIONS, handle_alter_user_scram_credentials
+from ._unregister_broker import UNREGISTER_BROKER_VERSIONS, handle_unregister_broker
 
 METADATA_TOPIC_ID = uuid.UUID(int=1)
 """Kafka's ``Uuid.METADATA_TOPIC_ID``: the topic id of ``__cluster_metadata``."""
@@ -128,6 +129,7 @@ SUPPORTED: Mapping[int, tuple[int, int]] = {
     ApiKey.DELETE_TOPICS: (1, 6),
     ApiKey.CREATE_PARTITIONS: (0, 3),
     ApiKey.ELECT_LEADERS: (0, 2),
+    ApiKey.UNREGISTER_BROKER: UNREGISTER_BROKER_VERSIONS,
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: (0, 1),
@@ -209,6 +211,8 @@ class ControllerApis:
                 )
             case ApiKey.ELECT_LEADERS:
                 await handle_elect_leaders(request, self.server)
+            case ApiKey.UNREGISTER_BROKER:
+                await handle_unregister_broker(request, self.server)
             case ApiKey.INCREMENTAL_ALTER_CONFIGS:
                 await handle_incremental_alter_configs(request, self.server, None)
             case ApiKey.ALTER_CONFIGS:

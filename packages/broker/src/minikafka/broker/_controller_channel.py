@@ -70,6 +70,9 @@ from kio.schema.list_partition_reassignments.v0.response import (
     ListPartitionReassignmentsResponse as ListReassignmentsWire,
 )
 from kio.schema.types import BrokerId, TopicName
+from kio.schema.unregister_broker.v0.response import (
+    UnregisterBrokerResponse as UnregisterBrokerWire,
+)
 from kio.static.primitive import i16, i32, i32Timedelta, i64, u16
 from kio.static.protocol import RequestPayload
 
@@ -103,6 +106,7 @@ from minikafka.controller import (
     IncrementalAlterConfigsResponse,
     ListPartitionReassignmentsRequest,
     RaftNodeShell,
+    UnregisterBrokerRequest,
 )
 from minikafka.net import ClientError, ClientSecurity, NetworkClient, Node
 
@@ -125,6 +129,7 @@ from ._reassignments import (
     list_reassignments_from_wire,
     list_reassignments_to_wire,
 )
+from ._unregister_broker import unregister_broker_from_wire, unregister_broker_to_wire
 
 _logger = logging.getLogger(__name__)
 
@@ -324,6 +329,12 @@ class RemoteController:
                 )
                 assert isinstance(elected, ElectLeadersWire)
                 return elect_leaders_from_wire(elected)
+            case UnregisterBrokerRequest():
+                unregistered = await self._send(
+                    unregister_broker_to_wire(request), UnregisterBrokerWire
+                )
+                assert isinstance(unregistered, UnregisterBrokerWire)
+                return unregister_broker_from_wire(unregistered)
             case IncrementalAlterConfigsRequest():
                 altered = await self._send(
                     incremental_alter_configs_to_wire(request),

@@ -2,13 +2,14 @@
 (Kafka's ``KafkaApis`` and ``ControllerApis``, each API's first ``authHelper`` call).
 
 Cluster operations (reassignments, elections, log dirs, the quorum, SCRAM credentials,
-the inter-broker WriteTxnMarkers), a transactional id's WRITE (a transactional Produce,
-InitProducerId, EndTxn, AddOffsetsToTxn, AddPartitionsToTxn, TxnOffsetCommit) and a
-group's READ or DELETE (OffsetCommit, OffsetDelete, ConsumerGroupHeartbeat, a single
-group's OffsetFetch) are asked here; a refused request is answered with Kafka's error
-in every place the response has one, and nothing reaches the coordinator, the
-controller or the log. The checks item by item (a topic among others, a group among
-others) stay in the handlers, which answer the refused items beside the others.
+unregistering a broker, the inter-broker WriteTxnMarkers), a transactional id's WRITE
+(a transactional Produce, InitProducerId, EndTxn, AddOffsetsToTxn, AddPartitionsToTxn,
+TxnOffsetCommit) and a group's READ or DELETE (OffsetCommit, OffsetDelete,
+ConsumerGroupHeartbeat, a single group's OffsetFetch) are asked here; a refused request
+is answered with Kafka's error in every place the response has one, and nothing reaches
+the coordinator, the controller or the log. The checks item by item (a topic among
+others, a group among others) stay in the handlers, which answer the refused items
+beside the others.
 
 Called only with an authorizer: without one ``KafkaApis.handle`` tests one attribute.
 """
@@ -238,6 +239,9 @@ _CLUSTER_ANSWERS: dict[int, Callable[[Request], None]] = {
         r, error_code=_CLUSTER_DENIED, results=()
     ),
     ApiKey.DESCRIBE_QUORUM: _describe_quorum,
+    ApiKey.UNREGISTER_BROKER: lambda r: _answer(
+        r, error_code=_CLUSTER_DENIED, error_message=None
+    ),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: lambda r: _answer(
         r, error_code=_CLUSTER_DENIED, error_message=None, results=()
     ),
@@ -420,6 +424,7 @@ _GATES: dict[int, Callable[[Request, BrokerAuthorizer], bool]] = {
     ApiKey.ALTER_PARTITION_REASSIGNMENTS: _cluster(AclOperation.ALTER),
     ApiKey.LIST_PARTITION_REASSIGNMENTS: _cluster(AclOperation.DESCRIBE),
     ApiKey.ELECT_LEADERS: _cluster(AclOperation.ALTER),
+    ApiKey.UNREGISTER_BROKER: _cluster(AclOperation.ALTER),
     ApiKey.DESCRIBE_LOG_DIRS: _cluster(AclOperation.DESCRIBE),
     ApiKey.DESCRIBE_QUORUM: _cluster(AclOperation.DESCRIBE),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: _cluster(AclOperation.DESCRIBE),

@@ -10,6 +10,10 @@ each running broker's replica fetchers stand (from the ``replica-fetcher-state.j
 each writes into its first log dir): how many partitions fetch, truncate, back off or
 fail, and each failed partition with its fetch offset and error.
 
+``unregister --bootstrap-server HOST:PORT --id N`` is not the supervisor's but
+``kafka-cluster.sh unregister`` (:mod:`minikafka.tools`), on any KRaft cluster: it
+removes a retired broker's registration (KIP-631).
+
 ``up --override KEY=VALUE`` (on first use) puts a key in every node's properties, as
 Kafka's ``kafka-server-start.sh --override`` does for one broker.
 
@@ -30,7 +34,13 @@ import typer
 
 from minikafka.client import AsyncAdminClient, KafkaException
 from minikafka.net.testing import make_pki
-from minikafka.tools import ToolError, describe_failure, lone_errors, parse_bootstrap
+from minikafka.tools import (
+    ToolError,
+    describe_failure,
+    lone_errors,
+    parse_bootstrap,
+    unregister_command,
+)
 
 from ._cluster_layout import (
     DEFAULT_BROKER_PORT,
@@ -60,6 +70,10 @@ Dir = Annotated[Path, typer.Option("--dir", help="the cluster's directory")]
 @cluster_app.callback()
 def _cluster_group() -> None:
     """Run a KRaft cluster on this machine: one controller and several brokers."""
+
+
+# kafka-cluster.sh's subcommand, a client tool (minikafka.tools), on any cluster.
+cluster_app.command("unregister")(unregister_command)
 
 
 def _load(root: Path) -> ProcessCluster:

@@ -207,6 +207,11 @@ class AdminClient:
     def describe_metadata_quorum(self) -> Future[QuorumInfo]:
         return self._one(lambda admin: admin.describe_metadata_quorum())
 
+    def unregister_broker(self, broker_id: int) -> Future[None]:
+        """Remove a KRaft broker's registration (KIP-631): Kafka's
+        ``Admin.unregisterBroker``."""
+        return self._one(lambda admin: admin.unregister_broker(broker_id))
+
     # --- configs ------------------------------------------------------------------
 
     def describe_configs(

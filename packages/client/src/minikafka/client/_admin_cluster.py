@@ -1,10 +1,11 @@
 """The admin clients' partition and cluster calls: ListOffsets, DeleteRecords
 (KIP-107), DescribeCluster, DescribeLogDirs, ElectLeaders (KIP-460),
-AlterPartitionReassignments and ListPartitionReassignments (KIP-455), and
-DescribeQuorum (KIP-595, KIP-836).
+AlterPartitionReassignments and ListPartitionReassignments (KIP-455),
+DescribeQuorum (KIP-595, KIP-836) and UnregisterBroker (KIP-631).
 
 Where each goes, as Kafka's Admin sends them: ListOffsets and DeleteRecords to each
-partition's leader (the Metadata answer names it); DescribeCluster to any broker;
+partition's leader (the Metadata answer names it); DescribeCluster and UnregisterBroker
+to any broker (a KRaft broker forwards UnregisterBroker to the active controller);
 DescribeLogDirs to each broker asked about (only it knows its disks); ElectLeaders and
 the reassignment calls to the controller the metadata names (a KRaft broker forwards
 them to the active controller), asked again as :func:`~._admin_port.to_controller`
@@ -48,10 +49,12 @@ from kio.schema.list_partition_reassignments.v0.response import (
     ListPartitionReassignmentsResponse,
 )
 from kio.schema.types import BrokerId, TopicName
+from kio.schema.unregister_broker.v0.request import UnregisterBrokerRequest
+from kio.schema.unregister_broker.v0.response import UnregisterBrokerResponse
 from kio.static.primitive import i8, i32, i32Timedelta, i64
 
 from minikafka.common import TopicPartition as TopicPartitionKey
-from minikafka.net import ApiKey, ClientError, Node
+from minikafka.net import ApiKey, ClientError, Node, UnsupportedVersionError
 from minikafka.raft import QuorumInfo
 from minikafka.raft.wire import (
     DescribeQuorumError,
@@ -309,6 +312,28 @@ class ClusterAdmin:
             for t in response.replica_election_results
             for p in t.partition_result
         }
+
+    async def unregister_broker(self: AdminPort, broker_id: int) -> None:
+        """Remove ``broker_id``'s registration from the KRaft cluster's metadata
+        (UnregisterBroker v0 to any broker, which forwards it to the active
+        controller; KIP-631). BROKER_ID_NOT_REGISTERED for an id the controller does
+        not know; UNSUPPORTED_VERSION from a broker that does not serve the API (a
+        ZooKeeper-mode broker). Kafka's ``Admin.unregisterBroker``."""
+        body = UnregisterBrokerRequest(broker_id=BrokerId(broker_id))
+
+        async def ask(node: Node) -> UnregisterBrokerResponse:
+            try:
+                return await self.request(node, body, UnregisterBrokerResponse)
+            except KafkaException as e:
+                if isinstance(e.__cause__, UnsupportedVersionError):
+                    # Kafka's UnsupportedVersionException: the tool names it.
+                    text = str(e.__cause__)
+                    error = KafkaError(ErrorCode.unsupported_version, text)
+                    raise KafkaException(error) from None
+                raise
+
+        response = await self.at_any_broker(ask)
+        _raise_for(response.error_code, response.error_message)
 
     async def alter_partition_reassignments(
         self: AdminPort,

@@ -171,6 +171,8 @@ from ._requests import (
 from ._requests import OngoingReassignment as OngoingReassignment
 from ._requests import ReassignablePartition as ReassignablePartition
 from ._requests import ReassignmentResult as ReassignmentResult
+from ._requests import UnregisterBrokerRequest as UnregisterBrokerRequest
+from ._requests import UnregisterBrokerResponse as UnregisterBrokerResponse
 from ._scram_control import MECHANISMS_BY_TYPE as MECHANISMS_BY_TYPE
 from ._scram_control import (
     AlterUserScramCredentialsRequest as AlterUserScramCredentialsRequest,
@@ -389,6 +391,8 @@ __all__ = [
     "TopicRecord",
     "UnfenceBrokerRecord",
     "UnregisterBrokerRecord",
+    "UnregisterBrokerRequest",
+    "UnregisterBrokerResponse",
     "UpdateMetadata",
     "UpdateMetadataPartition",
     "UserScramCredentialRecord",

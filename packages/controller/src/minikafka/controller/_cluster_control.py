@@ -124,6 +124,18 @@ class ClusterControlManager:
             (record,), (BrokerRegistrationResponse(ErrorCode.none, next_offset),)
         )
 
+    def unregister(self, broker_id: int) -> UnregisterBrokerRecord | None:
+        """The record that removes ``broker_id``'s registration, fenced or not (Kafka
+        refuses only a broker it does not know); None if it is not registered.
+
+        Its session needs no change: a departed broker is not unfenced, so its deadline
+        is dropped when it comes up (:meth:`next_deadline`), and a revert that brings
+        the registration back finds its last contact where it was."""
+        registration = self.brokers.get(broker_id)
+        if registration is None:
+            return None
+        return UnregisterBrokerRecord(broker_id, registration.epoch)
+
     def fence(self, broker_id: int) -> FenceBrokerRecord:
         return FenceBrokerRecord(broker_id, self.brokers[broker_id].epoch)
 

@@ -65,6 +65,8 @@ from ._requests import (
     ElectLeadersRequest,
     IncrementalAlterConfigsRequest,
     ListPartitionReassignmentsRequest,
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
 )
 from ._scram_control import AlterUserScramCredentialsRequest, ScramControlManager
 
@@ -364,6 +366,8 @@ class QuorumController:
                 )
             case AllocateProducerIdsRequest():
                 return _decision(self.producer_ids.allocate(request))
+            case UnregisterBrokerRequest():
+                return _decision(self._unregister(request.broker_id, now))
             case ElectLeadersRequest():
                 return _decision(self.replication.elect_leaders(request))
             case AlterUserScramCredentialsRequest():
@@ -391,6 +395,26 @@ class QuorumController:
             return result
         moved = self.replication.handle_broker_fenced(request.broker_id)
         return CoreResult((*result.records, *moved), result.replies)
+
+    def _unregister(
+        self, broker_id: int, now: float
+    ) -> CoreResult[MetadataRecord, UnregisterBrokerResponse, Never]:
+        """UnregisterBroker (KIP-631): the broker leaves the ISRs and leaderships it
+        held, as a fenced broker does, and then its registration goes. Kafka unregisters
+        an unfenced broker too; only an id it does not know is refused."""
+        unregister = self.cluster.unregister(broker_id)
+        if unregister is None:
+            refused = UnregisterBrokerResponse(ErrorCode.broker_id_not_registered)
+            return CoreResult(replies=(refused,))
+        if self.tracer.enabled:
+            event = BrokerRegistrationChanged(
+                broker_id, unregister.broker_epoch, True, "unregistered"
+            )
+            self.tracer.emit(event, now)
+        moved = self.replication.handle_broker_fenced(broker_id, "broker_unregistered")
+        return CoreResult(
+            (*moved, unregister), (UnregisterBrokerResponse(ErrorCode.none),)
+        )
 
     def _fence(self, broker_id: int, reason: str, now: float) -> list[MetadataRecord]:
         """Fence the broker and move what it led or kept in sync: on session expiry, or

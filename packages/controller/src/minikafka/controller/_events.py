@@ -61,7 +61,8 @@ class PartitionLeaderElected(TraceEvent):
     a removed replica), ``preferred`` (ElectLeaders), ``auto_rebalance``
     (``auto.leader.rebalance.enable``) or ``unclean`` (the new leader was not in the ISR:
     ``unclean.leader.election.enable``). ZooKeeper mode's controller says ``offline``
-    for a leader whose broker is gone (its ``broker_fenced``). ``leader`` is -1 when no
+    for a leader whose broker is gone (its ``broker_fenced``), and ``broker_unregistered``
+    is the leader's registration removed (UnregisterBroker). ``leader`` is -1 when no
     replica may lead (the partition goes offline) and ``previous_leader`` -1 for a new
     partition. ``isr`` is the ISR after the change.
     """
@@ -87,7 +88,8 @@ class BrokerRegistrationChanged(TraceEvent):
     ``broker_epoch`` is the new registration's), ``caught_up`` (a heartbeat showed it
     replayed the log past its registration: unfenced), ``session_timeout`` (no heartbeat
     for ``broker.session.timeout.ms``), ``fence_requested`` or ``controlled_shutdown``
-    (a heartbeat asked to be fenced, or to shut down).
+    (a heartbeat asked to be fenced, or to shut down), ``unregistered`` (UnregisterBroker
+    removed the registration; ``fenced`` is true: the broker may lead nothing).
     """
 
     COMPONENT: ClassVar[str] = "controller"

@@ -174,6 +174,20 @@ class AllocateProducerIdsResponse:
     producer_id_len: int = 0
 
 
+@attrs.frozen
+class UnregisterBrokerRequest:
+    """Remove a broker's registration for good (KIP-631's UnregisterBroker: what
+    ``kafka-cluster.sh unregister`` sends): an operator's word that it will not come
+    back under this registration."""
+
+    broker_id: int
+
+
+@attrs.frozen
+class UnregisterBrokerResponse:
+    error_code: ErrorCode
+
+
 # --- partitions ------------------------------------------------------------------------
 
 
@@ -362,6 +376,7 @@ ControllerRequest: TypeAlias = (
     | AlterConfigsRequest
     | DescribeConfigsRequest
     | AllocateProducerIdsRequest
+    | UnregisterBrokerRequest
     | ElectLeadersRequest
     | AlterUserScramCredentialsRequest
     | CreateAclsRequest
@@ -381,6 +396,7 @@ ControllerResponse: TypeAlias = (
     | AlterConfigsResponse
     | DescribeConfigsResponse
     | AllocateProducerIdsResponse
+    | UnregisterBrokerResponse
     | ElectLeadersResponse
     | AlterUserScramCredentialsResponse
     | CreateAclsResponse

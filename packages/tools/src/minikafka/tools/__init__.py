@@ -2,8 +2,9 @@
 
 ``kafka-topics.sh``, ``kafka-configs.sh``, ``kafka-console-producer.sh``,
 ``kafka-console-consumer.sh``, ``kafka-consumer-groups.sh``,
-``kafka-reassign-partitions.sh``, ``kafka-leader-election.sh`` and
-``kafka-metadata-quorum.sh``: their flags and their
+``kafka-reassign-partitions.sh``, ``kafka-leader-election.sh``,
+``kafka-metadata-quorum.sh`` and ``kafka-cluster.sh unregister`` (:data:`unregister_command`,
+which the broker package mounts on its ``cluster`` command): their flags and their
 output, as commands of ``minikafka`` (and of ``python -m minikafka.tools``). Kafka's own
 tools are clients of the cluster, not parts of the broker, and so are these: the package
 sits above ``minikafka.client`` and below ``minikafka.broker``, which adds
@@ -13,6 +14,8 @@ connection and errors (:func:`connect`, :class:`ToolError`).
 
 from ._cli import app as tools_app
 from ._cli import stdout_to_devnull as stdout_to_devnull
+from ._cluster import unregister as unregister_command
+from ._cluster import unregister_broker as unregister_broker
 from ._connection import BrokerError as BrokerError
 from ._connection import ToolError as ToolError
 from ._connection import connect as connect
@@ -29,4 +32,6 @@ __all__ = [
     "parse_bootstrap",
     "stdout_to_devnull",
     "tools_app",
+    "unregister_broker",
+    "unregister_command",
 ]

@@ -10,7 +10,9 @@ and ``kafka-leader-election.sh`` (:mod:`._cli_reassign`), ``metadata-quorum`` is
 (:mod:`._cli_configs`), ``delete-records`` is ``kafka-delete-records.sh``
 (:mod:`._delete_records`), ``transactions`` is ``kafka-transactions.sh``'s ``list`` and
 ``describe`` (:mod:`._transactions`), ``acls`` is ``kafka-acls.sh`` (:mod:`._cli_acls`,
-its work in :mod:`._acls`). A broker's error is printed under Kafka's
+its work in :mod:`._acls`); ``kafka-cluster.sh unregister`` is :mod:`._cluster`'s
+command, which the broker package mounts beside its own ``cluster`` commands. A
+broker's error is printed under Kafka's
 name and the tool exits 1; a bad argument exits 2 (``configs`` prints both as
 ConfigCommand does, and exits 1).
 

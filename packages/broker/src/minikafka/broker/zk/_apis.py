@@ -74,8 +74,12 @@ from ._metadata import ZkBrokerMetadata
 from ._security import write_security_change
 from ._wire import controlled_shutdown_response, from_wire
 
-KRAFT_ONLY: frozenset[int] = frozenset({ApiKey.DESCRIBE_QUORUM})
-"""What a ZooKeeper-mode broker does not offer: there is no metadata quorum. SCRAM
+KRAFT_ONLY: frozenset[int] = frozenset(
+    {ApiKey.DESCRIBE_QUORUM, ApiKey.UNREGISTER_BROKER}
+)
+"""What a ZooKeeper-mode broker does not offer: there is no metadata quorum, and no
+registration but the ephemeral znode (Kafka 3.x's ZooKeeper broker does not list
+UnregisterBroker: its listeners are KRaft's). SCRAM
 credentials and ACLs are served, from ZooKeeper's ``/config/users`` and ``/kafka-acl``
 (:mod:`._security`)."""
 
