@@ -34,10 +34,11 @@ stop failed would have had no heal to start the broker again, and the end's
 ``heal_all`` may find it still ending (chaos seed 303: node 2 ended 61 s after its
 SIGTERM, under a paused ZooKeeper, and was never started again).
 
-minikafka does not implement UnregisterBroker (KIP-631's API, what
-``kafka-cluster.sh unregister`` sends), so a KRaft broker removed or added and gone
-keeps its registration, fenced once its heartbeats stop, as Kafka's does until an
-operator unregisters it; placement never picks a fenced broker. In ZooKeeper mode its
+The harness does not unregister a broker it shut down (UnregisterBroker, KIP-631's
+API, what ``kafka-cluster.sh unregister`` and ``minikafka cluster unregister`` send: an
+operator's step), so a KRaft broker removed or added and gone keeps its registration,
+fenced once its heartbeats stop, as Kafka's does until an operator unregisters it;
+placement never picks a fenced broker. In ZooKeeper mode its
 ephemeral ``/brokers/ids`` znode goes with its session.
 """
 
@@ -154,7 +155,7 @@ def _moved(
 def _gone(cluster: ProcessCluster, node: int) -> str:
     if cluster.zookeeper_mode:
         return f"broker {node} shut down (its /brokers/ids znode gone with its session)"
-    return f"broker {node} shut down (not unregistered: no UnregisterBroker)"
+    return f"broker {node} shut down (registered still, fenced: not unregistered)"
 
 
 def shut_down(cluster: ProcessCluster, node: int) -> str:

@@ -145,7 +145,7 @@ def test_a_broker_added_registers_takes_replicas_and_gives_them_back(
     gone = (
         "znode gone with its session"
         if cluster.zookeeper_mode
-        else "not unregistered: no UnregisterBroker"
+        else "fenced: not unregistered"
     )
     assert gone in record.detail
     assert _assigned_in_order(servers, first) == first
