@@ -61,6 +61,7 @@ from minikafka.coordination.member import (
 from minikafka.log import CorruptRecordError
 from minikafka.net import ClientError, NetworkClient, Node
 
+from ._config import ConsumerConfig
 from ._fetcher import (
     FetchedPartition,
     Fetcher,
@@ -87,6 +88,39 @@ from ._metadata_loop import MetadataRefresher
 _logger = logging.getLogger(__name__)
 CONSUMER_REPLICA_ID = -1
 _MAX_NODE_ID = 2**31 - 1
+
+
+def fetch_request(plan: FetchPlan, config: ConsumerConfig) -> FetchRequest:
+    """Fetch v11 for ``plan``: a consumer's (replica id -1), no fetch session."""
+    topics: dict[str, list[FetchPartition]] = {}
+    epochs = plan.leader_epochs or (-1,) * len(plan.partitions)
+    for (tp, offset, max_bytes), epoch in zip(plan.partitions, epochs, strict=True):
+        topics.setdefault(tp.topic, []).append(
+            FetchPartition(
+                partition=i32(tp.partition),
+                current_leader_epoch=i32(epoch),
+                fetch_offset=i64(offset),
+                log_start_offset=i64(-1),
+                partition_max_bytes=i32(max_bytes),
+            )
+        )
+    return FetchRequest(
+        replica_id=BrokerId(CONSUMER_REPLICA_ID),
+        max_wait=i32Timedelta.parse(
+            datetime.timedelta(milliseconds=config.fetch_max_wait_ms)
+        ),
+        min_bytes=i32(config.fetch_min_bytes),
+        max_bytes=i32(config.fetch_max_bytes),
+        isolation_level=i8(1 if config.isolation_level == "read_committed" else 0),
+        session_id=i32(0),
+        session_epoch=i32(-1),
+        topics=tuple(
+            FetchTopic(topic=TopicName(t), partitions=tuple(parts))
+            for t, parts in topics.items()
+        ),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
 
 
 @attrs.define(eq=False)
@@ -206,38 +240,6 @@ class ConsumerShell:
         """Keep the result's errors for the application's poll (holding the lock)."""
         self.errors.extend(result.replies)
 
-    def _fetch_request(self, plan: FetchPlan) -> FetchRequest:
-        config = self.fetcher.config
-        topics: dict[str, list[FetchPartition]] = {}
-        epochs = plan.leader_epochs or (-1,) * len(plan.partitions)
-        for (tp, offset, max_bytes), epoch in zip(plan.partitions, epochs, strict=True):
-            topics.setdefault(tp.topic, []).append(
-                FetchPartition(
-                    partition=i32(tp.partition),
-                    current_leader_epoch=i32(epoch),
-                    fetch_offset=i64(offset),
-                    log_start_offset=i64(-1),
-                    partition_max_bytes=i32(max_bytes),
-                )
-            )
-        return FetchRequest(
-            replica_id=BrokerId(CONSUMER_REPLICA_ID),
-            max_wait=i32Timedelta.parse(
-                datetime.timedelta(milliseconds=config.fetch_max_wait_ms)
-            ),
-            min_bytes=i32(config.fetch_min_bytes),
-            max_bytes=i32(config.fetch_max_bytes),
-            isolation_level=i8(1 if config.isolation_level == "read_committed" else 0),
-            session_id=i32(0),
-            session_epoch=i32(-1),
-            topics=tuple(
-                FetchTopic(topic=TopicName(t), partitions=tuple(parts))
-                for t, parts in topics.items()
-            ),
-            forgotten_topics_data=(),
-            rack_id="",
-        )
-
     async def _fetch(self, plan: FetchPlan, node: Node | None) -> None:
         """A leader's Fetch, and the next one as soon as its answer is handled, from
         this same task (Kafka's consumer also sends the next fetch as soon as a partition
@@ -256,7 +258,9 @@ class ConsumerShell:
         response = None
         if node is not None:
             try:
-                response = await self.client.send(node, self._fetch_request(plan))
+                response = await self.client.send(
+                    node, fetch_request(plan, self.fetcher.config)
+                )
             except ClientError as exc:
                 _logger.info("Fetch from node %s failed: %s", plan.node, exc)
         results: dict[TopicPartition, FetchedPartition] = {}
