@@ -242,12 +242,10 @@ class ConsumerShell:
 
     async def _fetch(self, plan: FetchPlan, node: Node | None) -> None:
         """A leader's Fetch, and the next one as soon as its answer is handled, from
-        this same task (Kafka's consumer also sends the next fetch as soon as a partition
-        has no fetch in flight, while the application works through the records). Going
-        through the fetch loop would cost two rounds of trio's scheduler (the loop's
-        turn, then a new task's) before the next Fetch is written, and the broker can
-        hand a new record only to a Fetch it holds: at 1,000 records a second, that
-        delay was a good part of a record's latency."""
+        this same task. Going through the fetch loop would cost two rounds of trio's
+        scheduler (the loop's turn, then a new task's) before the next Fetch is written,
+        and the broker can hand a new record only to a Fetch it holds: a record arriving
+        meanwhile waits for it (bench/README.md, "Where the client's latency goes")."""
         fetch: tuple[FetchPlan, Node | None] | None = plan, node
         while fetch is not None:
             await self._fetch_once(*fetch)
