@@ -61,6 +61,7 @@ from minikafka.coordination.member import (
 from minikafka.log import CorruptRecordError
 from minikafka.net import ClientError, NetworkClient, Node
 
+from ._config import ConsumerConfig
 from ._fetcher import (
     FetchedPartition,
     Fetcher,
@@ -87,6 +88,39 @@ from ._metadata_loop import MetadataRefresher
 _logger = logging.getLogger(__name__)
 CONSUMER_REPLICA_ID = -1
 _MAX_NODE_ID = 2**31 - 1
+
+
+def fetch_request(plan: FetchPlan, config: ConsumerConfig) -> FetchRequest:
+    """Fetch v11 for ``plan``: a consumer's (replica id -1), no fetch session."""
+    topics: dict[str, list[FetchPartition]] = {}
+    epochs = plan.leader_epochs or (-1,) * len(plan.partitions)
+    for (tp, offset, max_bytes), epoch in zip(plan.partitions, epochs, strict=True):
+        topics.setdefault(tp.topic, []).append(
+            FetchPartition(
+                partition=i32(tp.partition),
+                current_leader_epoch=i32(epoch),
+                fetch_offset=i64(offset),
+                log_start_offset=i64(-1),
+                partition_max_bytes=i32(max_bytes),
+            )
+        )
+    return FetchRequest(
+        replica_id=BrokerId(CONSUMER_REPLICA_ID),
+        max_wait=i32Timedelta.parse(
+            datetime.timedelta(milliseconds=config.fetch_max_wait_ms)
+        ),
+        min_bytes=i32(config.fetch_min_bytes),
+        max_bytes=i32(config.fetch_max_bytes),
+        isolation_level=i8(1 if config.isolation_level == "read_committed" else 0),
+        session_id=i32(0),
+        session_epoch=i32(-1),
+        topics=tuple(
+            FetchTopic(topic=TopicName(t), partitions=tuple(parts))
+            for t, parts in topics.items()
+        ),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
 
 
 @attrs.define(eq=False)
@@ -131,6 +165,11 @@ class ConsumerShell:
         Only the tasks that run and may have work: the group task when there is a
         group, the metadata task when a refresh is due (as the producer's shell does)."""
         self._wake_fetch.set()
+        self._wake_others()
+
+    def _wake_others(self) -> None:
+        """:meth:`wake` but for the fetch loop: a fetch task that prepares its own next
+        requests does the fetch loop's work itself."""
         if self.coordinator is not None:
             self._wake_group.set()
         if self._refresher is not None and self.metadata.update_due(self.clock()):
@@ -165,67 +204,61 @@ class ConsumerShell:
     # --- fetching -----------------------------------------------------------------
 
     async def _fetch_loop(self) -> None:
-        assert self._nursery is not None
         while True:
-            with self.lock:
-                result = (
-                    self.fetcher.prepare_validations()
-                    + self.fetcher.prepare()
-                    + self.fetcher.prepare_resets()
-                )
-                nodes = {m.node: self.metadata.node(m.node) for m in result.messages}
-                self._hand_out(result)
-            for request in result.messages:
-                node = nodes[request.node]
-                if isinstance(request, OffsetsForLeaderEpochPlan):
-                    self._nursery.start_soon(self._validate, request, node)
-                elif isinstance(request, FetchPlan):
-                    self._nursery.start_soon(self._fetch, request, node)
-                else:
-                    self._nursery.start_soon(self._list_offsets, request, node)
+            self._send_ready()
             await self._wake_fetch.sleep_until(self.clock() + 1.0, self.clock)
+
+    def _send_ready(
+        self, keep: int | None = None
+    ) -> tuple[FetchPlan, Node | None] | None:
+        """Start a task for each request the Fetcher has ready, but for a Fetch to the
+        leader ``keep``: that one is returned, for the caller's task to send itself."""
+        assert self._nursery is not None
+        with self.lock:
+            result = (
+                self.fetcher.prepare_validations()
+                + self.fetcher.prepare()
+                + self.fetcher.prepare_resets()
+            )
+            nodes = {m.node: self.metadata.node(m.node) for m in result.messages}
+            self._hand_out(result)
+        kept = None
+        for request in result.messages:
+            node = nodes[request.node]
+            if isinstance(request, OffsetsForLeaderEpochPlan):
+                self._nursery.start_soon(self._validate, request, node)
+            elif isinstance(request, FetchPlan):
+                if request.node == keep:
+                    kept = request, node
+                else:
+                    self._nursery.start_soon(self._fetch, request, node)
+            else:
+                self._nursery.start_soon(self._list_offsets, request, node)
+        return kept
 
     def _hand_out(self, result: FetcherResult) -> None:
         """Keep the result's errors for the application's poll (holding the lock)."""
         self.errors.extend(result.replies)
 
-    def _fetch_request(self, plan: FetchPlan) -> FetchRequest:
-        config = self.fetcher.config
-        topics: dict[str, list[FetchPartition]] = {}
-        epochs = plan.leader_epochs or (-1,) * len(plan.partitions)
-        for (tp, offset, max_bytes), epoch in zip(plan.partitions, epochs, strict=True):
-            topics.setdefault(tp.topic, []).append(
-                FetchPartition(
-                    partition=i32(tp.partition),
-                    current_leader_epoch=i32(epoch),
-                    fetch_offset=i64(offset),
-                    log_start_offset=i64(-1),
-                    partition_max_bytes=i32(max_bytes),
-                )
-            )
-        return FetchRequest(
-            replica_id=BrokerId(CONSUMER_REPLICA_ID),
-            max_wait=i32Timedelta.parse(
-                datetime.timedelta(milliseconds=config.fetch_max_wait_ms)
-            ),
-            min_bytes=i32(config.fetch_min_bytes),
-            max_bytes=i32(config.fetch_max_bytes),
-            isolation_level=i8(1 if config.isolation_level == "read_committed" else 0),
-            session_id=i32(0),
-            session_epoch=i32(-1),
-            topics=tuple(
-                FetchTopic(topic=TopicName(t), partitions=tuple(parts))
-                for t, parts in topics.items()
-            ),
-            forgotten_topics_data=(),
-            rack_id="",
-        )
-
     async def _fetch(self, plan: FetchPlan, node: Node | None) -> None:
+        """A leader's Fetch, and the next one as soon as its answer is handled, from
+        this same task. Going through the fetch loop would cost two rounds of trio's
+        scheduler (the loop's turn, then a new task's) before the next Fetch is written,
+        and the broker can hand a new record only to a Fetch it holds: a record arriving
+        meanwhile waits for it (bench/README.md, "Where the client's latency goes")."""
+        fetch: tuple[FetchPlan, Node | None] | None = plan, node
+        while fetch is not None:
+            await self._fetch_once(*fetch)
+            fetch = self._send_ready(keep=plan.node)
+        self.wake()
+
+    async def _fetch_once(self, plan: FetchPlan, node: Node | None) -> None:
         response = None
         if node is not None:
             try:
-                response = await self.client.send(node, self._fetch_request(plan))
+                response = await self.client.send(
+                    node, fetch_request(plan, self.fetcher.config)
+                )
             except ClientError as exc:
                 _logger.info("Fetch from node %s failed: %s", plan.node, exc)
         results: dict[TopicPartition, FetchedPartition] = {}
@@ -259,7 +292,7 @@ class ConsumerShell:
         if response is None:
             await trio.sleep(self.fetcher.config.retry_backoff_ms / 1000)
         self.on_change()
-        self.wake()
+        self._wake_others()
 
     async def _validate(
         self, plan: OffsetsForLeaderEpochPlan, node: Node | None

@@ -17,9 +17,10 @@ Three tasks, as Kafka's producer has one Sender thread doing all three:
   it names (the transaction coordinator, the group's, or for FindCoordinator the least
   loaded broker), and sleeps until the manager's next deadline or a wake-up.
 
-Requests to one broker go through one task per broker that queues them on the
-connection in the order the Sender made them (``NetworkClient.enqueue``) and then waits
-for each answer in a task of its own: several requests are in flight, and none can
+Requests to one broker are queued on the connection in the order the Sender made them
+(``NetworkClient.enqueue``): by the sender loop itself while the connection is ready and
+nothing waits before them, else by one task per broker (which connects first); each
+answer is waited for in a task of its own: several requests are in flight, and none can
 overtake another, which is what per-partition order needs.
 
 The cores are shared with the application's thread (:class:`~._producer.Producer` appends
@@ -144,6 +145,8 @@ class ProducerShell:
     _wake_producer_id: Wakeup = attrs.field(factory=Wakeup)
     _wake_transactions: Wakeup = attrs.field(factory=Wakeup)
     _queues: dict[int, trio.MemorySendChannel[ProducePlan]] = attrs.field(factory=dict)
+    # Requests handed to each broker's task and not yet queued on its connection.
+    _waiting: dict[int, int] = attrs.field(factory=dict)
     _nursery: trio.Nursery | None = None
     _refresher: MetadataRefresher | None = None
     # Where InitProducerId and FindCoordinator go: any broker, the least loaded.
@@ -208,7 +211,7 @@ class ProducerShell:
                 deadline = self.sender.next_deadline()
             self._report(result)
             for plan in result.messages:
-                self._queue_for(plan.node).send_nowait(plan)
+                await self._send(plan)
             if result.messages:
                 continue  # more may be ready at once (other leaders, room in flight)
             # At least every second, whatever the deadline says.
@@ -221,11 +224,34 @@ class ProducerShell:
         if result.replies:
             self.on_deliveries(list(result.replies))
 
+    async def _send(self, plan: ProducePlan) -> None:
+        """Queue a request on its broker's connection, from the sender loop itself when
+        that connection is ready and the broker's task has no request waiting: queuing
+        on a ready connection does not block, and handing the request to the broker's
+        task would cost a round of trio's scheduler on the way of every record sent
+        with ``linger.ms=0``. Otherwise (connecting, or earlier requests still waiting)
+        the broker's task queues it after those, holding up no other broker's."""
+        node_id = plan.node
+        queue = self._queue_for(node_id)
+        with self.lock:
+            node = self.metadata.node(node_id)
+        if (
+            not self._waiting[node_id]
+            and node is not None
+            and self.client.load(node) is not None
+        ):
+            assert self._nursery is not None
+            await self._enqueue(node_id, plan, self._nursery)
+            return
+        self._waiting[node_id] += 1
+        queue.send_nowait(plan)
+
     def _queue_for(self, node_id: int) -> trio.MemorySendChannel[ProducePlan]:
         queue = self._queues.get(node_id)
         if queue is None:
             queue, receive = trio.open_memory_channel[ProducePlan](math.inf)
             self._queues[node_id] = queue
+            self._waiting[node_id] = 0
             assert self._nursery is not None
             self._nursery.start_soon(self._node_task, node_id, receive)
         return queue
@@ -233,32 +259,40 @@ class ProducerShell:
     async def _node_task(
         self, node_id: int, plans: trio.MemoryReceiveChannel[ProducePlan]
     ) -> None:
-        """Queue each request for ``node_id`` in order; wait for answers
-        concurrently."""
+        """Queue each request for ``node_id`` in order (connecting first if need be);
+        wait for answers concurrently."""
         async with trio.open_nursery() as answers:
             async for plan in plans:
-                with self.lock:
-                    node = self.metadata.node(node_id)
-                    config = self.sender.config
-                if node is None:
-                    self._failed(plan, f"node {node_id} is no longer in the metadata")
-                    continue
-                acks = config.acks
-                request = produce_request(
-                    plan,
-                    acks,
-                    config.request_timeout_ms,
-                    config.compression_type,
-                    config.transactional_id,
-                )
-                try:
-                    pending = await self.client.enqueue(
-                        node, request, expect_response=acks is not Acks.NONE
-                    )
-                except ClientError as exc:
-                    self._failed(plan, str(exc))
-                    continue
-                answers.start_soon(self._answer, plan, pending)
+                await self._enqueue(node_id, plan, answers)
+                self._waiting[node_id] -= 1
+
+    async def _enqueue(
+        self, node_id: int, plan: ProducePlan, answers: trio.Nursery
+    ) -> None:
+        """Build the Produce request, queue it on the connection, and wait for its
+        answer in a task of ``answers``."""
+        with self.lock:
+            node = self.metadata.node(node_id)
+            config = self.sender.config
+        if node is None:
+            self._failed(plan, f"node {node_id} is no longer in the metadata")
+            return
+        acks = config.acks
+        request = produce_request(
+            plan,
+            acks,
+            config.request_timeout_ms,
+            config.compression_type,
+            config.transactional_id,
+        )
+        try:
+            pending = await self.client.enqueue(
+                node, request, expect_response=acks is not Acks.NONE
+            )
+        except ClientError as exc:
+            self._failed(plan, str(exc))
+            return
+        answers.start_soon(self._answer, plan, pending)
 
     async def _answer(self, plan: ProducePlan, pending: PendingRequest) -> None:
         try:
