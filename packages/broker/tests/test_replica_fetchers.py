@@ -23,6 +23,11 @@ import pytest
 import trio
 from kio.schema.errors import ErrorCode
 
+from minikafka.broker._fetch_session_handler import (
+    SessionFetchRequest,
+    SessionFetchResponse,
+)
+from minikafka.broker._fetch_sessions import INVALID_SESSION_ID
 from minikafka.broker._replica_fetchers import FETCHER_STATE_FILE, ReplicaFetcherManager
 from minikafka.common import TopicPartition
 from minikafka.log.testing import value_batch
@@ -62,10 +67,12 @@ class Unwired(ReplicaFetcherManager):
         return await self.epoch_wire(asked)
 
     async def _fetch(
-        self, client: NetworkClient, node: Node, fetches: list[FetchPartition]
-    ) -> list[FetchedPartition]:
+        self, client: NetworkClient, node: Node, fetch: SessionFetchRequest
+    ) -> SessionFetchResponse:
+        """A leader that opens no session: every request names every partition."""
         assert self.fetch_wire is not None
-        return await self.fetch_wire(fetches)
+        fetched = await self.fetch_wire(list(fetch.partitions))
+        return SessionFetchResponse(ErrorCode.none, INVALID_SESSION_ID, fetched)
 
 
 def follower(tmp_path: Path) -> tuple[ReplicaManagerShell, Unwired]:

@@ -12,7 +12,11 @@ connection to the leader. The task's loop is the whole of ``ReplicaFetcherThread
 2. one Fetch v11 with this broker's id as ``replica_id`` and each partition's current
    leader epoch (KIP-320), long-polling up to ``replica.fetch.wait.max.ms`` for
    ``replica.fetch.min.bytes``; the core appends what comes back, with the leader's
-   offsets, epochs, high watermark and log start offset;
+   offsets, epochs, high watermark and log start offset. The fetch is in a fetch session
+   (KIP-227, :mod:`._fetch_session_handler`): after the first, full request it names only
+   the partitions whose fetch offset (or epoch, log start, size) changed, and the answer
+   only the partitions with something new; a session the leader refuses or lost is
+   logged at INFO and the next request is a full one, opening a new session;
 3. a failed request (the leader gone, the connection cut) waits
    ``replica.fetch.backoff.ms`` and tries again, until the metadata names a new leader.
 
@@ -62,6 +66,12 @@ from minikafka.replication import (
     ReplicaManagerShell,
 )
 
+from ._fetch_session_handler import (
+    FetchSessionHandler,
+    SessionFetchRequest,
+    SessionFetchResponse,
+)
+
 _logger = logging.getLogger("minikafka.broker")
 
 FETCHER_STATE_FILE = "replica-fetcher-state.json"
@@ -88,6 +98,8 @@ class _Fetcher:
 
     core: ReplicaFetcher
     node: Node
+    session: FetchSessionHandler
+    """The fetch session with the leader (KIP-227)."""
     scope: trio.CancelScope = attrs.field(factory=trio.CancelScope)
     wake: trio.Event = attrs.field(factory=trio.Event)
 
@@ -156,7 +168,7 @@ class ReplicaFetcherManager:
             fetch_max_bytes=self.config.max_bytes,
             backoff=self.config.backoff_ms / 1000,
         )
-        fetcher = _Fetcher(core, node)
+        fetcher = _Fetcher(core, node, FetchSessionHandler(node.node_id))
         self.fetchers[key] = fetcher
         if self._nursery is not None:
             self._nursery.start_soon(self._run_fetcher, fetcher)
@@ -177,6 +189,7 @@ class ReplicaFetcherManager:
                     except ClientError as exc:
                         _logger.info("%s: %s; retrying", name, exc)
                         client.disconnect(node)
+                        fetcher.session.handle_error()  # a new connection, a new session
                         busy = False
                     except Exception as exc:
                         # A round that fails for a reason of its own (an answer that
@@ -190,6 +203,7 @@ class ReplicaFetcherManager:
                             )
                         last_error = error
                         client.disconnect(node)
+                        fetcher.session.handle_error()
                         busy = False
                     if not busy:
                         fetcher.wake = trio.Event()
@@ -217,12 +231,27 @@ class ReplicaFetcherManager:
         fetches = list(core.fetch_request(now()).messages)
         if not fetches:
             return bool(asked)
+        request = fetcher.session.build(fetches)
         sent_at = now()
-        fetched = await self._fetch(client, fetcher.node, fetches)
+        response = await self._fetch(client, fetcher.node, request)
         answered = now()
+        problem = fetcher.session.handle_response(response)
+        if problem is not None:
+            # Nothing of this answer is used; the next request names every partition.
+            # At once if this one was incremental (a full request cannot be refused so),
+            # after the backoff if a full one's answer was itself unusable.
+            _logger.info(
+                "ReplicaFetcherThread-%d-%d: %s; the next fetch is a full one",
+                self.broker_id,
+                fetcher.node.node_id,
+                problem,
+            )
+            return not request.full
         # Only answers to what is still asked: a partition that moved on (a new epoch, a
-        # truncation) while the fetch was in flight must not take the old answer.
-        fresh = _still_asked(core, fetches, fetched)
+        # truncation) while the fetch was in flight must not take the old answer. A
+        # partition the answer leaves out has nothing new (a session's answer names
+        # only what changed): it stays where it is, and is asked again as it was.
+        fresh = _still_asked(core, fetches, response.partitions)
         done = self._report(fetcher, lambda: core.on_fetch_answers(fresh, answered))
         self._trace_appends(fetcher, done, sent_at, answered)
         return True
@@ -370,10 +399,10 @@ class ReplicaFetcherManager:
         ]
 
     async def _fetch(
-        self, client: NetworkClient, node: Node, fetches: list[FetchPartition]
-    ) -> list[FetchedPartition]:
+        self, client: NetworkClient, node: Node, fetch: SessionFetchRequest
+    ) -> SessionFetchResponse:
         topics: dict[str, list[fetch_v11.FetchPartition]] = {}
-        for f in fetches:
+        for f in fetch.partitions:
             topics.setdefault(f.topic_partition.topic, []).append(
                 fetch_v11.FetchPartition(
                     partition=i32(f.topic_partition.partition),
@@ -383,6 +412,9 @@ class ReplicaFetcherManager:
                     partition_max_bytes=i32(f.max_bytes),
                 )
             )
+        forgotten: dict[str, list[int]] = {}
+        for tp in fetch.forgotten:
+            forgotten.setdefault(tp.topic, []).append(tp.partition)
         request = fetch_v11.FetchRequest(
             replica_id=BrokerId(self.broker_id),
             max_wait=i32Timedelta.parse(
@@ -390,25 +422,36 @@ class ReplicaFetcherManager:
             ),
             min_bytes=i32(self.config.min_bytes),
             max_bytes=i32(self.config.response_max_bytes),
+            session_id=i32(fetch.session_id),
+            session_epoch=i32(fetch.epoch),
             topics=tuple(
                 fetch_v11.FetchTopic(topic=TopicName(t), partitions=tuple(ps))
                 for t, ps in topics.items()
             ),
-            forgotten_topics_data=(),
+            forgotten_topics_data=tuple(
+                fetch_v11.ForgottenTopic(
+                    topic=TopicName(t), partitions=tuple(i32(p) for p in ps)
+                )
+                for t, ps in forgotten.items()
+            ),
         )
         response = await client.send(node, request)
         assert isinstance(response, FetchResponse)
-        return [
-            FetchedPartition(
-                TopicPartition(t.topic, int(p.partition_index)),
-                p.error_code,
-                int(p.high_watermark),
-                int(p.log_start_offset),
-                bytes(p.records or b""),
-            )
-            for t in response.responses
-            for p in t.partitions
-        ]
+        return SessionFetchResponse(
+            response.error_code,
+            int(response.session_id),
+            [
+                FetchedPartition(
+                    TopicPartition(t.topic, int(p.partition_index)),
+                    p.error_code,
+                    int(p.high_watermark),
+                    int(p.log_start_offset),
+                    bytes(p.records or b""),
+                )
+                for t in response.responses
+                for p in t.partitions
+            ],
+        )
 
 
 def _still_asked(
@@ -424,5 +467,8 @@ def _still_asked(
         f.topic_partition: (f.fetch_offset, f.current_leader_epoch) for f in fetches
     }
     return [
-        f for f in fetched if current.get(f.topic_partition) == sent[f.topic_partition]
+        f
+        for f in fetched
+        if (asked := sent.get(f.topic_partition)) is not None
+        and current.get(f.topic_partition) == asked
     ]
