@@ -235,17 +235,9 @@ class ReplicaFetcherManager:
         sent_at = now()
         response = await self._fetch(client, fetcher.node, request)
         answered = now()
-        problem = fetcher.session.handle_response(response)
-        if problem is not None:
-            # Nothing of this answer is used; the next request names every partition.
-            # At once if this one was incremental (a full request cannot be refused so),
-            # after the backoff if a full one's answer was itself unusable.
-            _logger.info(
-                "ReplicaFetcherThread-%d-%d: %s; the next fetch is a full one",
-                self.broker_id,
-                fetcher.node.node_id,
-                problem,
-            )
+        if self._session_lost(fetcher, response):
+            # Nothing of the answer is used. The full fetch goes at once after an
+            # incremental one (it cannot be refused so), after the backoff if it failed.
             return not request.full
         # Only answers to what is still asked: a partition that moved on (a new epoch, a
         # truncation) while the fetch was in flight must not take the old answer. A
@@ -255,6 +247,20 @@ class ReplicaFetcherManager:
         done = self._report(fetcher, lambda: core.on_fetch_answers(fresh, answered))
         self._trace_appends(fetcher, done, sent_at, answered)
         return True
+
+    def _session_lost(self, fetcher: _Fetcher, response: SessionFetchResponse) -> bool:
+        """Move the fetch session on with the answer; True if the answer cannot be used
+        (the session was refused, or the answer does not fit it): logged at INFO, and
+        the next fetch is a full one that opens a new session."""
+        problem = fetcher.session.handle_response(response)
+        if problem is not None:
+            _logger.info(
+                "ReplicaFetcherThread-%d-%d: %s; the next fetch is a full one",
+                self.broker_id,
+                fetcher.node.node_id,
+                problem,
+            )
+        return problem is not None
 
     def _trace_appends(
         self, fetcher: _Fetcher, done: FetchRound, sent_at: float, answered: float
