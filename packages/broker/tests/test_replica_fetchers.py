@@ -31,7 +31,7 @@ from minikafka.broker._fetch_sessions import INVALID_SESSION_ID
 from minikafka.broker._replica_fetchers import FETCHER_STATE_FILE, ReplicaFetcherManager
 from minikafka.common import TopicPartition
 from minikafka.log.testing import value_batch
-from minikafka.net import NetworkClient, Node
+from minikafka.net import DisconnectedError, NetworkClient, Node
 from minikafka.replication import (
     EpochAnswer,
     EpochRequest,
@@ -59,6 +59,9 @@ class Unwired(ReplicaFetcherManager):
 
     epoch_wire: EpochWire | None = None
     fetch_wire: FetchWire | None = None
+    session_id: int = INVALID_SESSION_ID
+    """The session the leader's answers name (0: it opens none)."""
+    sent: list[SessionFetchRequest] = attrs.field(factory=list)
 
     async def _offsets_for_leader_epoch(
         self, client: NetworkClient, node: Node, asked: list[EpochRequest]
@@ -69,10 +72,11 @@ class Unwired(ReplicaFetcherManager):
     async def _fetch(
         self, client: NetworkClient, node: Node, fetch: SessionFetchRequest
     ) -> SessionFetchResponse:
-        """A leader that opens no session: every request names every partition."""
+        """The leader answers what the request names, in session ``session_id``."""
         assert self.fetch_wire is not None
+        self.sent.append(fetch)
         fetched = await self.fetch_wire(list(fetch.partitions))
-        return SessionFetchResponse(ErrorCode.none, INVALID_SESSION_ID, fetched)
+        return SessionFetchResponse(ErrorCode.none, self.session_id, fetched)
 
 
 def follower(tmp_path: Path) -> tuple[ReplicaManagerShell, Unwired]:
@@ -322,3 +326,45 @@ async def test_a_round_that_fails_unexpectedly_is_retried_and_the_broker_goes_on
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 1, "the same failure, logged once while it lasts"
     assert calls >= 4
+
+
+async def test_a_lost_connection_makes_the_next_fetch_a_full_one(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, autojump_clock: trio.abc.Clock
+) -> None:
+    """A fetcher that reconnects starts its fetch session over (Kafka's
+    ``FetchSessionHandler.handleError``): its next fetch names every partition again,
+    closing the old session, and asks for a new one."""
+    service, manager = follower(tmp_path)
+    manager.session_id = 5  # the leader opens session 5
+    follow(service, 0)
+    done = trio.Event()
+
+    async def cut_once_then_caught_up(
+        fetches: list[FetchPartition],
+    ) -> list[FetchedPartition]:
+        await trio.sleep(0.01)  # the wire
+        if len(manager.sent) == 3:
+            raise DisconnectedError("the leader's connection closed")
+        if len(manager.sent) == 5:
+            done.set()
+        return [
+            FetchedPartition(f.topic_partition, ErrorCode.none, 0, 0) for f in fetches
+        ]
+
+    manager.fetch_wire = cut_once_then_caught_up
+    caplog.set_level(logging.INFO, "minikafka.broker")
+    async with trio.open_nursery() as nursery:
+        await nursery.start(manager.run)
+        manager.add_partitions({TP: LEADER})
+        with trio.fail_after(30):
+            await done.wait()
+        nursery.cancel_scope.cancel()
+    sessions = [(r.session_id, r.epoch, len(r.partitions)) for r in manager.sent[:5]]
+    assert sessions == [
+        (0, 0, 1),  # full: opens session 5
+        (5, 1, 0),  # incremental: nothing changed
+        (5, 2, 0),  # lost with the connection
+        (5, 0, 1),  # full again, closing session 5
+        (5, 1, 0),
+    ]
+    assert "connection closed" in caplog.text
