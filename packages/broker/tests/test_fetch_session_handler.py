@@ -22,6 +22,7 @@ from minikafka.broker._fetch_session_handler import (
 )
 from minikafka.broker._fetch_sessions import (
     ContextKind,
+    FetchContext,
     FetchSessionCache,
     RequestedPartition,
 )
@@ -59,6 +60,21 @@ def opened(handler: FetchSessionHandler, session_id: int = 7) -> None:
     request = handler.build(wanted([0, 0, 0]))
     assert (request.session_id, request.epoch, named(request)) == (0, 0, [0, 1, 2])
     assert handler.handle_response(answer(session_id, TPS)) is None
+
+
+def asked(
+    cache: FetchSessionCache, now: float, request: SessionFetchRequest
+) -> FetchContext:
+    """The leader's context for ``request``, a follower's (privileged)."""
+    return cache.new_context(
+        now,
+        session_id=request.session_id,
+        epoch=request.epoch,
+        uses_topic_ids=False,
+        privileged=True,
+        requested=[RequestedPartition(f) for f in request.partitions],
+        forgotten=request.forgotten,
+    )
 
 
 def test_a_full_fetch_opens_a_session_and_then_only_changes_are_named() -> None:
@@ -208,15 +224,7 @@ def test_the_leader_accepts_every_request_and_reads_what_the_fetcher_wants() -> 
             continue
         assert isinstance(want, list)
         request = handler.build(want)
-        context = cache.new_context(
-            now,
-            session_id=request.session_id,
-            epoch=request.epoch,
-            uses_topic_ids=False,
-            privileged=True,
-            requested=[RequestedPartition(f) for f in request.partitions],
-            forgotten=request.forgotten,
-        )
+        context = asked(cache, now, request)
         if context.kind is ContextKind.SESSION_ERROR:
             response = cache.answer(context, now, [])
             assert handler.handle_response(
@@ -224,14 +232,7 @@ def test_the_leader_accepts_every_request_and_reads_what_the_fetcher_wants() -> 
             )
             request = handler.build(want)
             assert request.full
-            context = cache.new_context(
-                now,
-                session_id=request.session_id,
-                epoch=request.epoch,
-                uses_topic_ids=False,
-                privileged=True,
-                requested=[RequestedPartition(f) for f in request.partitions],
-            )
+            context = asked(cache, now, request)
         assert sorted(
             (r.fetch for r in context.partitions), key=lambda f: f.topic_partition
         ) == sorted(want, key=lambda f: f.topic_partition)
