@@ -145,6 +145,13 @@ def main(argv: Sequence[str] | None = None, out: TextIO = sys.stdout) -> int:
         help="consume-transform-produce workers, transactional, from the topic to "
         "chaos-out (alone: two); 0: none",
     )
+    running.add_argument(
+        "--client-debug",
+        default="",
+        metavar="CONTEXTS",
+        help="librdkafka debug contexts for the group consumers (cgrp,broker,...), "
+        "logged to standard error; none by default",
+    )
     running.add_argument("--out", required=True, help="the run's directory")
     args = parser.parse_args(argv)
     if args.command == "run":
@@ -192,6 +199,7 @@ def _run(args: argparse.Namespace, out: TextIO, parser: argparse.ArgumentParser)
         churn=args.churn,
         transactions=args.transactions,
         links=args.links,
+        client_debug=args.client_debug,
     )
     return run(opts, Path(args.out), out)
 

@@ -119,6 +119,10 @@ class RunOptions:
     namespace per node: :mod:`chaos.netns`), ``proxies`` (a TCP fault proxy per link:
     :mod:`chaos.proxies`), or ``auto``: namespaces where they can be made, else the
     proxies."""
+    client_debug: str = ""
+    """librdkafka's ``debug`` contexts for the group consumers (``cgrp,broker``): a
+    consumer's own account of a hang, written to standard error by librdkafka's
+    threads, so it is there even while the consumer's thread is stuck in a call."""
 
 
 def injectable(
@@ -319,7 +323,9 @@ def run(opts: RunOptions, out_dir: Path, out: TextIO) -> int:
             for p in range(opts.producers)
         ]
         workers += [
-            GroupConsumer(100 + c, servers, TOPIC, GROUP, recorder)
+            GroupConsumer(
+                100 + c, servers, TOPIC, GROUP, recorder, debug=opts.client_debug
+            )
             for c in range(opts.consumers)
         ]
         if opts.churn > 0:

@@ -235,6 +235,7 @@ class GroupConsumer(_Worker):
         group: str,
         recorder: Recorder,
         commit_every: float = 1.0,
+        debug: str = "",
     ) -> None:
         super().__init__(f"chaos-consumer-{process}")
         self.process, self.topic, self.group = process, topic, group
@@ -247,7 +248,10 @@ class GroupConsumer(_Worker):
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
                 "session.timeout.ms": 10_000,
-                "log_level": 0,
+                # librdkafka's own printer, not a Python logger: a logger's lines are
+                # handed over only inside poll(), so a consumer stuck in commit()
+                # would print nothing of why
+                **({"debug": debug, "log_level": 7} if debug else {"log_level": 0}),
             }
         )
         self._client.subscribe([topic])
