@@ -34,12 +34,12 @@ stop failed would have had no heal to start the broker again, and the end's
 ``heal_all`` may find it still ending (chaos seed 303: node 2 ended 61 s after its
 SIGTERM, under a paused ZooKeeper, and was never started again).
 
-The harness does not unregister a broker it shut down (UnregisterBroker, KIP-631's
-API, what ``kafka-cluster.sh unregister`` and ``minikafka cluster unregister`` send: an
-operator's step), so a KRaft broker removed or added and gone keeps its registration,
-fenced once its heartbeats stop, as Kafka's does until an operator unregisters it;
-placement never picks a fenced broker. In ZooKeeper mode its
-ephemeral ``/brokers/ids`` znode goes with its session.
+An added broker retired at its heal is then unregistered in KRaft mode, as an operator
+retires a broker for good: UnregisterBroker (KIP-631), sent by ``minikafka cluster
+unregister`` (Kafka's ``kafka-cluster.sh unregister``), the tool's answer recorded. A
+removed broker, which comes back at its heal, keeps its registration meanwhile, fenced
+once its heartbeats stop, as Kafka's does; placement never picks a fenced broker. In
+ZooKeeper mode a broker's ephemeral ``/brokers/ids`` znode goes with its session.
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ def _moved(
 def _gone(cluster: ProcessCluster, node: int) -> str:
     if cluster.zookeeper_mode:
         return f"broker {node} shut down (its /brokers/ids znode gone with its session)"
-    return f"broker {node} shut down (registered still, fenced: not unregistered)"
+    return f"broker {node} shut down (registered still, fenced)"
 
 
 def shut_down(cluster: ProcessCluster, node: int) -> str:
@@ -216,7 +216,10 @@ def retire_broker(
                 break
         else:
             return f"{said}; broker {node} left running, its replicas not moved back"
-    return f"{said}; {shut_down(cluster, node)}"
+    gone = shut_down(cluster, node)
+    if cluster.zookeeper_mode:
+        return f"{said}; {gone}"
+    return f"{said}; {gone}; {operations.unregister(servers, node)}"
 
 
 def remove_broker(

@@ -146,6 +146,20 @@ def reassign(servers: str, topic: str, assignment: dict[int, list[int]]) -> str:
     return f"reassign-partitions --execute {moves}: {said}"
 
 
+def unregister(servers: str, node: int) -> str:
+    """Broker ``node``'s registration removed by ``minikafka cluster unregister``
+    (Kafka's ``kafka-cluster.sh unregister``: UnregisterBroker, KIP-631), as an operator
+    retires a KRaft broker for good; what the tool said, its exit status named when it
+    failed (the controller moving mid-fault: the registration stays, fenced)."""
+    command = [sys.executable, "-m", "minikafka.broker", "cluster", "unregister"]
+    command += ["--bootstrap-server", servers, "--id", str(node)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    said = last_line(done.stdout + done.stderr)
+    if done.returncode != 0:
+        return f"cluster unregister --id {node} exited {done.returncode}: {said}"
+    return f"cluster unregister --id {node}: {said}"
+
+
 _FRAME = "│╭╮╰╯─ "
 """The box a usage error is drawn in (typer's): not what the tool said."""
 

@@ -4,7 +4,8 @@ controller, and ZooKeeper mode), an idempotent ``acks=all`` producer writing thr
 
 - a broker added gets an id never used, registers (it is in the Metadata response's
   brokers), and a replica of every partition moves onto it; its heal moves them back,
-  waits for that, and shuts it down, and it is not started again at the end;
+  waits for that, and shuts it down (in KRaft mode unregistered then, retired for
+  good), and it is not started again at the end;
 - a broker removed is drained first (no partition keeps a replica on it, every
   partition whole on the others), then shut down; its heal starts it again and gives
   it its replicas back;
@@ -20,6 +21,7 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
 
+from chaos import operations
 from chaos.faults import Injector
 from chaos.membership import onto, wait_assigned
 from chaos.nemesis import Fault
@@ -142,12 +144,14 @@ def test_a_broker_added_registers_takes_replicas_and_gives_them_back(
     injector.heal(fault, time.time())
     assert record.error == "", record
     assert "completed" in record.detail.split("; heal: ")[1]
-    gone = (
-        "znode gone with its session"
-        if cluster.zookeeper_mode
-        else "fenced: not unregistered"
-    )
-    assert gone in record.detail
+    if cluster.zookeeper_mode:
+        assert "znode gone with its session" in record.detail
+    else:
+        # retired for good: unregistered, so a second UnregisterBroker finds no
+        # registration (Kafka's BROKER_ID_NOT_REGISTERED)
+        assert f"Broker {new} is no longer registered." in record.detail, record
+        again = operations.unregister(servers, new)
+        assert again.endswith("exited 1: Error: BROKER_ID_NOT_REGISTERED"), again
     assert _assigned_in_order(servers, first) == first
     assert cluster.pid(new) is None
     injector.heal_all()
