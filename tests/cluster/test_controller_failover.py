@@ -18,11 +18,18 @@ The guarantees checked:
   creation succeeds and none appears; one restarted controller is a majority again, and
   everything acknowledged before is still there;
 - **a partitioned leader resigns** (check-quorum) and the majority elects another; when
-  the partition heals, the old leader follows the new one.
+  the partition heals, the old leader follows the new one;
+- **a silent active controller fences no broker**: with the active controller paused
+  (SIGSTOP: its connections open, nothing answered), the brokers give up on it within
+  half their session (their heartbeats' timeout, as Kafka's) and on their metadata
+  fetch within ``quorum.request.timeout.ms``, find the new one, and stay unfenced: the
+  Metadata response lists every broker throughout, and a topic created through the new
+  controller reaches every broker.
 """
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import threading
@@ -337,3 +344,37 @@ def test_a_partitioned_leader_resigns_and_the_majority_elects_another(
     )
     assert int(quorum_status(cluster)["LeaderId"]) in majority
     assert new_leader in majority
+
+
+def test_a_silent_active_controller_fences_no_broker(make_cluster: MakeCluster) -> None:
+    cluster = make_cluster(controllers=3)
+    brokers = set(cluster.broker_ports)
+    leader = active_controller(cluster)
+    client = admin(cluster)
+    cluster.signal(leader, signal.SIGSTOP)
+    try:
+        others = tuple(c for c in CONTROLLERS if c != leader)
+        active_controller(cluster, others, other_than=leader)
+        # Past the new controller's first broker.session.timeout.ms (5 s here, counted
+        # from its election, when it gives every broker a fresh session): a broker
+        # still waiting on the paused one would be fenced by then, and fenced brokers
+        # are not in a Metadata answer.
+        watched_until = time.monotonic() + 8.0
+        listed: list[set[int]] = []
+
+        def watched() -> bool:
+            listed.append(set(client.list_topics(timeout=10).brokers))
+            assert listed[-1] == brokers, f"a broker fenced: Metadata lists {listed}"
+            return time.monotonic() >= watched_until
+
+        wait_for(watched, "every broker listed through the new controller's session")
+        created = client.create_topics([NewTopic("after-the-pause", 1, 3)])
+        for future in created.values():
+            future.result(timeout=30)  # placed on three unfenced brokers
+        wait_for(
+            lambda: all("after-the-pause" in assignments(cluster, b) for b in brokers),
+            "every broker learned the topic from the new controller",
+            timeout=10.0,  # not the 30 s a fetch to the paused one would hang
+        )
+    finally:
+        cluster.signal(leader, signal.SIGCONT)

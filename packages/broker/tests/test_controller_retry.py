@@ -19,6 +19,7 @@ What is checked:
 
 from __future__ import annotations
 
+import functools
 import uuid
 from typing import cast
 
@@ -237,3 +238,35 @@ async def test_an_auto_creation_is_asked_once_and_left_leader_not_available(
     assert channel.asked == [0]
     assert waited == 0
     assert channel.node.node_id == 1  # the client's next Metadata asks the next voter
+
+
+async def _silent(stream: trio.SocketStream) -> None:
+    """A controller cut off mid-session: the connection is there, no answer comes."""
+    while await stream.receive_some():
+        pass
+
+
+async def test_a_heartbeat_to_a_silent_controller_gives_up_at_half_the_session(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    # Guarantee: a heartbeat the controller never answers fails after the lifecycle
+    # timeout (Kafka: half broker.session.timeout.ms), connecting included, and the
+    # next goes to the next voter; the broker is not left waiting on a controller cut
+    # off until the new active one fences it.
+    async with trio.open_nursery() as nursery:
+        serve = functools.partial(trio.serve_tcp, _silent, 0, host="127.0.0.1")
+        (listener,) = await nursery.start(serve)
+        port = listener.socket.getsockname()[1]
+        voters = (Node(0, "127.0.0.1", port), Node(1, "127.0.0.1", 1))
+        channel = RemoteController(
+            ControllerLocator(voters), "cluster", lifecycle_timeout=2.5
+        )
+        await nursery.start(channel.run)
+        start = trio.current_time()
+        with pytest.raises(ControllerError) as caught:
+            await channel.submit(BrokerHeartbeatRequest(1, 2, 3))
+        waited = trio.current_time() - start
+        nursery.cancel_scope.cancel()
+    assert caught.value.error_code is ErrorCode.request_timed_out
+    assert waited == pytest.approx(2.5)
+    assert channel.node.node_id == 1

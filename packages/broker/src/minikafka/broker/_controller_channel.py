@@ -108,7 +108,13 @@ from minikafka.controller import (
     RaftNodeShell,
     UnregisterBrokerRequest,
 )
-from minikafka.net import ClientError, ClientSecurity, NetworkClient, Node
+from minikafka.net import (
+    ClientError,
+    ClientSecurity,
+    NetworkClient,
+    Node,
+    RequestTimedOut,
+)
 
 from ._alter_configs import (
     alter_configs_to_wire,
@@ -197,6 +203,13 @@ class RemoteController:
     """Whether a request the controller did not answer goes again (KRaft, as Kafka's
     forwarding channel); ZooKeeper mode's channel names one controller per request and
     hands its NOT_CONTROLLER on, as a Kafka 2.8 broker's clients heard it."""
+    lifecycle_timeout: float = attrs.field(default=30.0, kw_only=True)
+    """Seconds a registration or a heartbeat may take, connecting included, before the
+    connection is dropped and the locator moves on: Kafka's heartbeat channel times its
+    requests out at half ``broker.session.timeout.ms`` (at most
+    ``controller.socket.timeout.ms``, 30 s; KAFKA-14392), so a broker whose controller
+    went silent, cut off, asks the next voter while its session still lasts, instead
+    of being fenced by the new controller for heartbeats it sent to the old one."""
     _client: NetworkClient | None = attrs.field(init=False, default=None)
 
     @property
@@ -363,6 +376,22 @@ class RemoteController:
 
     # --- broker lifecycle (KIP-631) ----------------------------------------------------------
 
+    async def _lifecycle_send(
+        self, body: RequestPayload, expected: type[object]
+    ) -> object:
+        """``body`` sent as :meth:`_send` does, within :attr:`lifecycle_timeout`; past
+        it the connection is dropped (Kafka's ``NetworkClient`` closes a connection
+        whose request timed out) and the caller hears REQUEST_TIMED_OUT."""
+        node = self.node
+        with trio.move_on_after(self.lifecycle_timeout):
+            return await self._send(body, expected)
+        if self._client is not None:
+            self._client.disconnect(node)
+        raise RequestTimedOut(
+            f"{type(body).__name__} to controller {node.node_id} got no answer within "
+            f"{self.lifecycle_timeout}s"
+        )
+
     async def _register(
         self, request: BrokerRegistrationRequest
     ) -> BrokerRegistrationResponse:
@@ -382,7 +411,7 @@ class RemoteController:
             features=(),
             rack=request.rack,
         )
-        answer = await self._send(
+        answer = await self._lifecycle_send(
             wire, registration_v0_response.BrokerRegistrationResponse
         )
         assert isinstance(answer, registration_v0_response.BrokerRegistrationResponse)
@@ -398,7 +427,9 @@ class RemoteController:
             want_fence=request.want_fence,
             want_shut_down=request.want_shutdown,
         )
-        answer = await self._send(wire, heartbeat_v0_response.BrokerHeartbeatResponse)
+        answer = await self._lifecycle_send(
+            wire, heartbeat_v0_response.BrokerHeartbeatResponse
+        )
         assert isinstance(answer, heartbeat_v0_response.BrokerHeartbeatResponse)
         return BrokerHeartbeatResponse(
             answer.error_code,

@@ -99,6 +99,12 @@ _DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS})
 """A write refused by the disk itself (a snapshot file's, outside the log)."""
 
 
+def lifecycle_timeout(config: KafkaConfig) -> float:
+    """Seconds a registration or heartbeat may take: half ``broker.session.timeout.ms``,
+    at most ``controller.socket.timeout.ms`` (30 s), as Kafka's ``heartbeat`` channel."""
+    return min(30.0, config.controller.broker_session_timeout_ms / 2 / 1000)
+
+
 def _disk_failed(exc: OSError) -> bool:
     return isinstance(exc, KafkaStorageError) or exc.errno in _DISK_ERRNOS
 
@@ -225,6 +231,7 @@ class BrokerServer:
                 cluster_id,
                 client_id=f"broker-{config.node_id}-to-controller",
                 security=config.channels.controller,
+                lifecycle_timeout=lifecycle_timeout(config),
             )
             if roles.is_controller:
                 # One voter of several: the active controller may be on another node,
@@ -354,6 +361,10 @@ class BrokerServer:
         async with NetworkClient.open(
             client_id=f"raft-observer-{self.config.node_id}",
             security=self.config.channels.controller,
+            # quorum.request.timeout.ms, as KafkaRaftClient times an observer's Fetch
+            # out: a leader cut off is given up after 2 s, not the client's 30, and
+            # the next voter names the new one
+            request_timeout=self.config.raft.request_timeout,
         ) as client:
             while True:
                 with self.task_faults.guard(
