@@ -12,6 +12,10 @@ A fault is injected by making a core method raise once in a running shell:
 - a write refused because ``/controller_epoch`` moved means another controller took
   over: the request hears NOT_CONTROLLER and this one resigns (then, alone, is elected
   again);
+- a write that fails on a lost connection is sent again once the client is connected
+  again, in the same session, and the event completes: no resignation (Kafka's
+  ``retryRequestsUntilConnected``); if the session expires before the connection comes
+  back, the request hears REQUEST_TIMED_OUT and the controller resigns;
 - a sender to one broker survives a send that fails in a way nobody foresaw (retried
   after its backoff) and a fault handling an answer (the next request goes).
 
@@ -28,6 +32,7 @@ from typing import Any, cast
 import pytest
 import trio
 import trio.testing
+from kazoo.exceptions import ConnectionLoss
 from kio.schema.errors import ErrorCode
 
 from minikafka.broker.testing import free_ports
@@ -56,13 +61,18 @@ from minikafka.net import NetworkClient, Node
 from minikafka.trace import NullTracer
 from minikafka.zk import (
     CONTROLLER_EPOCH,
+    SESSION_CONNECTED,
+    SESSION_LOST,
+    SESSION_SUSPENDED,
     BrokerRegistration,
+    Op,
+    SessionChanged,
     WatchFired,
     ZkClient,
     ZooKeeperServer,
     register_broker,
 )
-from minikafka.zk.testing import needs_zookeeper
+from minikafka.zk.testing import drop_connection, expire_session, needs_zookeeper
 
 DEADLINE = 30.0
 
@@ -84,11 +94,50 @@ def raise_once(
     return calls
 
 
-async def forward_watches(zk: ZkClient, shell: ZkControllerShell) -> None:
-    """What the broker does with its session's events, the watches only."""
+async def forward_watches(
+    zk: ZkClient, shell: ZkControllerShell, states: list[str]
+) -> None:
+    """What the broker does with its session's events: the watches, and a connection
+    back in the same session, after which the shell sets its watches again. Every
+    state the session goes through is added to ``states``."""
+    suspended = False
     async for event in zk.events:
         if isinstance(event, WatchFired):
             shell.watch_fired(event)
+        elif isinstance(event, SessionChanged):
+            states.append(event.state)
+            if event.state == SESSION_SUSPENDED:
+                suspended = True
+            elif event.state == SESSION_LOST:
+                suspended = False
+            elif event.state == SESSION_CONNECTED and suspended:
+                suspended = False
+                shell.reconnected()
+
+
+def break_the_next_transaction(
+    monkeypatch: pytest.MonkeyPatch,
+    states: list[str],
+    breaks: Callable[[ZkClient], None],
+    state: str,
+) -> list[int]:
+    """The next ``ZkClient.transaction`` is in flight when ``breaks`` breaks the client's
+    connection: once the session has gone through ``state``, it raises ConnectionLoss,
+    as kazoo fails a request in flight when the connection drops. Calls after it go
+    through."""
+    real = ZkClient.transaction
+    calls: list[int] = []
+
+    async def transaction(self: ZkClient, ops: list[Op]) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            breaks(self)
+            await until(lambda: state in states, f"the session went {state}")
+            raise ConnectionLoss()
+        await real(self, ops)
+
+    monkeypatch.setattr(ZkClient, "transaction", transaction)
+    return calls
 
 
 async def until(check: Callable[[], bool], what: str) -> None:
@@ -105,9 +154,11 @@ async def controller(
     *,
     active: bool = True,
     broker_has_topic: Callable[[str], bool] = lambda name: False,
+    states: list[str] | None = None,
 ) -> AsyncIterator[ZkControllerShell]:
     """Broker 1's controller shell, standing for election; broker 2 is registered (at
-    a port nobody listens on: its sender retries in the background)."""
+    a port nobody listens on: its sender retries in the background). The states its
+    session goes through are added to ``states``."""
     zk = ZkClient(zookeeper.connect_string, session_timeout=6.0)
     await zk.connect(connect_timeout=DEADLINE)
     try:
@@ -128,7 +179,9 @@ async def controller(
         )
         async with trio.open_nursery() as nursery:
             await nursery.start(shell.run)
-            nursery.start_soon(forward_watches, zk, shell)
+            nursery.start_soon(
+                forward_watches, zk, shell, [] if states is None else states
+            )
             shell.elect()
             if active:
                 await until(lambda: shell.active, "broker 1 is the controller")
@@ -230,6 +283,61 @@ async def test_a_write_fenced_by_a_newer_controller_epoch_resigns(
         # It resigned; alone, it is elected again, past the other's epoch.
         await until(lambda: shell.epoch > epoch + 10, "a newer epoch")
         await created(shell, "u")
+
+
+@pytest.mark.external
+@needs_zookeeper
+async def test_a_write_that_loses_its_connection_is_sent_again_once_connected(
+    zookeeper: ZooKeeperServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kafka's ``retryRequestsUntilConnected``: the connection drops while the
+    controller writes a new topic's assignment. The write fails with ConnectionLoss,
+    waits for the client to be connected again (in the same session) and is sent again;
+    the topic is created by the same controller, in the same epoch."""
+    states: list[str] = []
+    async with controller(zookeeper, states=states) as shell:
+        epoch = shell.epoch
+        calls = break_the_next_transaction(
+            monkeypatch, states, drop_connection, SESSION_SUSPENDED
+        )
+        await created(shell, "t")
+        assert len(calls) >= 2, "the write was not sent again"
+        assert SESSION_LOST not in states
+        assert shell.active
+        assert shell.epoch == epoch
+
+
+@pytest.mark.external
+@needs_zookeeper
+async def test_a_session_that_expires_while_its_connection_is_lost_resigns(
+    zookeeper: ZooKeeperServer,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The connection drops mid-write and the session ends before it comes back: the
+    wait ends there, the write is not sent again in the new session (another controller
+    may have been elected meanwhile), the request hears REQUEST_TIMED_OUT and the
+    controller resigns, as Kafka's does when its session expires."""
+    states: list[str] = []
+    async with controller(zookeeper, states=states) as shell:
+        epoch = shell.epoch
+        calls = break_the_next_transaction(
+            monkeypatch, states, expire_session, SESSION_LOST
+        )
+        with (
+            caplog.at_level(logging.WARNING, logger="minikafka.broker.zk_controller"),
+            pytest.raises(ControllerError) as failed,
+        ):
+            await shell.submit(create_topic("t"))
+        assert failed.value.error_code is ErrorCode.request_timed_out
+        assert len(calls) == 1, "the write was sent again in the new session"
+        # The old session's /controller lingers until ZooKeeper expires it: broker 1
+        # cannot have been elected again yet.
+        assert not shell.active
+        assert (
+            f"broker 1 resigns as controller (epoch {epoch}): "
+            "ZooKeeper failed mid-event: SessionExpiredError"
+        ) in caplog.text
 
 
 @pytest.mark.external

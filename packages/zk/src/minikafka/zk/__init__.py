@@ -4,7 +4,8 @@ A real ZooKeeper server from Debian's package (:class:`ZooKeeperServer`), kazoo 
 from trio (:class:`ZkClient`: watches and session changes on one channel, as Kafka's
 controller takes them on its single event queue), and Kafka's znodes with the JSON Kafka
 writes in them (:mod:`._znodes`), a topic's or a broker's config changes with the
-notifications every broker follows (:mod:`._config_changes`), and the SCRAM credentials
+notifications every broker follows (:mod:`._config_changes`), a request retried across a
+lost connection as Kafka's controller retries it (:mod:`._retry`), and the SCRAM credentials
 and ACLs of Kafka 3.x's ZooKeeper mode (:mod:`._security_znodes`,
 :mod:`._security_store`).
 
@@ -56,6 +57,7 @@ from ._election import active_controller as active_controller
 from ._election import controller_epoch as controller_epoch
 from ._election import register_broker as register_broker
 from ._election import try_to_elect as try_to_elect
+from ._retry import retry_until_connected as retry_until_connected
 from ._security_store import ResourcePatternAcls as ResourcePatternAcls
 from ._security_store import acl_ops as acl_ops
 from ._security_store import read_acl_changes as read_acl_changes

@@ -24,7 +24,7 @@ from typing import Any, cast
 import attrs
 import trio
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoNodeError, RolledBackError
+from kazoo.exceptions import NoNodeError, RolledBackError, SessionExpiredError
 from kazoo.protocol.states import KazooState, WatchedEvent, ZnodeStat
 
 SESSION_LOST = "LOST"
@@ -161,6 +161,11 @@ class ZkClient:
     _token: trio.lowlevel.TrioToken | None = attrs.field(init=False, default=None)
     _send: trio.MemorySendChannel[ZkEvent] = attrs.field(init=False)
     events: trio.MemoryReceiveChannel[ZkEvent] = attrs.field(init=False)
+    _sessions_ended: int = attrs.field(init=False, default=0)
+    # Counted in kazoo's thread, by the listener kazoo calls before it fails the requests
+    # an expired session took with it: what :attr:`session` reads.
+    _state_changed: trio.Event = attrs.field(init=False, factory=trio.Event)
+    # Set (and replaced) in trio's thread at each change of the session's state.
 
     def __attrs_post_init__(self) -> None:
         self._send, self.events = trio.open_memory_channel(float("inf"))
@@ -196,14 +201,58 @@ class ZkClient:
         """The session's id (what an ephemeral znode's ``ephemeral_owner`` names)."""
         return int(self._client().client_id[0])
 
+    @property
+    def session(self) -> int:
+        """Which of this client's sessions is the current one: 0 for the first, one more
+        each time one ends (expires). Unlike :attr:`session_id` it can be read while the
+        connection is lost: a request that began in session ``n`` may go on only while
+        this is still ``n``."""
+        return self._sessions_ended
+
+    async def wait_until_connected(self, session: int) -> None:
+        """Return once the client is connected in ``session`` (at once if it is): Kafka's
+        ``ZooKeeperClient.waitUntilConnected``. Raises kazoo's ``SessionExpiredError`` if
+        that session ended meanwhile, or if no connection came back within the session
+        timeout: a session ZooKeeper has not heard from for so long is one it expires."""
+        kazoo = self._client()
+        with trio.move_on_after(self.session_timeout):
+            while True:
+                changed = self._state_changed
+                # Connected first, then the count: a connection seen live before the
+                # count is seen unchanged was this session's (kazoo counts a session's
+                # end before it connects the next one).
+                connected = bool(kazoo.connected)
+                if self._sessions_ended != session:
+                    raise SessionExpiredError("the session expired")
+                if connected:
+                    return
+                await changed.wait()
+        raise SessionExpiredError(
+            f"no connection to ZooKeeper within the session timeout "
+            f"({self.session_timeout} s)"
+        )
+
     def _on_state(self, state: str) -> None:
         # kazoo's thread: hand over to the trio loop; the listener must not block.
+        if state == KazooState.LOST:
+            self._sessions_ended += 1
         names = {
             KazooState.LOST: SESSION_LOST,
             KazooState.SUSPENDED: SESSION_SUSPENDED,
             KazooState.CONNECTED: SESSION_CONNECTED,
         }
-        self._deliver(SessionChanged(names.get(state, str(state))))
+        changed = SessionChanged(names.get(state, str(state)))
+        token = self._token
+        if token is None:
+            return
+        with contextlib.suppress(trio.RunFinishedError):  # the trio program has ended
+            token.run_sync_soon(self._session_changed, changed)
+
+    def _session_changed(self, changed: SessionChanged) -> None:
+        # trio's thread: wake whoever waits for the connection, then tell the owner.
+        self._state_changed.set()
+        self._state_changed = trio.Event()
+        self._send.send_nowait(changed)
 
     def _deliver(self, event: ZkEvent) -> None:
         token = self._token

@@ -32,12 +32,15 @@ Faults, per background task, as Kafka 2.8's controller meets them:
 - **the event loop** (:meth:`ZkControllerShell._process_events`, Kafka's
   ``ControllerEventThread`` and ``KafkaController.process``): a write refused because
   ``/controller_epoch`` moved, or a znode another controller wrote, means another
-  controller took over: this one resigns. ZooKeeper failing mid-event resigns too (the
-  core may hold more than ZooKeeper does; the next controller reads it again). An
-  ``ApiError`` is the request's answer. Any other exception is logged at ERROR as
-  "Uncaught error processing event", the event's request (if any) hears
-  UNKNOWN_SERVER_ERROR, and the next event is processed: this broker stays the
-  controller. Only an election (becoming the controller) that fails moves the
+  controller took over: this one resigns. A lost connection to ZooKeeper does not end
+  an event: the request it failed is sent again once the connection is back
+  (:mod:`._controller_zk`, Kafka's ``retryRequestsUntilConnected``), and this broker
+  stays the controller. The session expiring meanwhile, or ZooKeeper failing any other
+  way mid-event, resigns (the core may hold more than ZooKeeper does; the next
+  controller reads it again). An ``ApiError`` is the request's answer. Any other
+  exception is logged at ERROR as "Uncaught error processing event", the event's
+  request (if any) hears UNKNOWN_SERVER_ERROR, and the next event is processed: this
+  broker stays the controller. Only an election (becoming the controller) that fails moves the
   controller, as Kafka's ``elect`` does (``triggerControllerMove``): it gives
   ``/controller`` up and every broker, this one too, stands again after
   :data:`ELECTION_RETRY_S`;
@@ -81,7 +84,7 @@ from minikafka.controller.zk import (
 )
 from minikafka.net import ClientSecurity, NetworkClient, Node
 from minikafka.trace import EpochClock, Tracer
-from minikafka.zk import WatchFired, ZkClient, read_broker_config, read_topic_configs
+from minikafka.zk import WatchFired, ZkClient
 
 from ._channel_manager import ControllerChannelManager
 from ._controller_events import (
@@ -341,11 +344,11 @@ class ZkControllerShell:
         except ControllerMovedError as exc:
             self._resign_now(str(exc))
         except KazooException as exc:
-            # ZooKeeper could not be reached mid-event (restarting, or the connection
-            # dropped). The core may have decided more than ZooKeeper now holds, so an
-            # active controller resigns and gives /controller up, and the next one
-            # (perhaps itself) starts again from what ZooKeeper says (Kafka's
-            # triggerControllerMove).
+            # A lost connection was waited out (the request sent again) below: this is
+            # the session expiring meanwhile, or another ZooKeeper failure. The core may
+            # have decided more than ZooKeeper now holds, so an active controller
+            # resigns, and the next one (perhaps itself) starts again from what
+            # ZooKeeper says (Kafka's controller resigns at its session's expiry).
             _logger.warning(
                 "controller event %s failed: %r", event_log_name(event), exc
             )
@@ -391,12 +394,12 @@ class ZkControllerShell:
             case CheckLeaderImbalance() if self.core is not None:
                 await self._carry_out(self.core.on_auto_leader_rebalance(self.clock()))
             case TopicConfigChanged(topic) if self.core is not None:
-                read = await read_topic_configs(self.zk, [topic])
+                config = await self._controller_zk.read_topic_config(topic)
                 await self._carry_out(
-                    self.core.on_topic_config_change(topic, read[topic], self.clock())
+                    self.core.on_topic_config_change(topic, config, self.clock())
                 )
             case BrokerConfigChanged(name) if self.core is not None:
-                configs = await read_broker_config(self.zk, name)
+                configs = await self._controller_zk.read_broker_config(name)
                 await self._carry_out(
                     self.core.on_broker_config_change(name, configs, self.clock())
                 )

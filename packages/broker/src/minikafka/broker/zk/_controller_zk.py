@@ -20,11 +20,19 @@ whichever event asked; the shell keeps only the order of things:
   a check that ``/controller_epoch`` still has the version this broker wrote when it
   won, so a controller another has replaced writes nothing (Kafka's
   ``expectedControllerEpochZkVersion`` on each write).
+
+Every step survives a lost connection: one that fails on it waits for the connection to
+come back and runs again, within the session it began in
+(:func:`~minikafka.zk.retry_until_connected`, Kafka's ``retryRequestsUntilConnected``,
+which every request of Kafka's controller goes through). What ends the wait, the session
+expiring, reaches the shell as kazoo's ``SessionExpiredError``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TypeVar
 
 import attrs
 
@@ -48,14 +56,18 @@ from minikafka.zk import (
     TopicAssignment,
     ZkClient,
     ZkCluster,
+    read_broker_config,
     read_brokers,
     read_cluster,
     read_topic_configs,
     read_topics,
+    retry_until_connected,
     try_to_elect,
 )
 
 from ._controller_events import ControllerMovedError
+
+T = TypeVar("T")
 
 MAX_OPS = 1000
 """The most ZooKeeper writes in one transaction (each about 200 bytes: well under the 1 MB
@@ -82,9 +94,17 @@ class ControllerZkClient:
 
     # --- becoming the controller, and stopping -------------------------------------------
 
+    async def _retry(self, request: Callable[[], Awaitable[T]]) -> T:
+        """``request`` run again after each lost connection, within the session."""
+        return await retry_until_connected(self.zk, request)
+
     async def stand(self) -> Takeover | None:
         """Try once to win ``/controller``: what the new controller starts from, or None
-        if another broker controls."""
+        if another broker controls. Run again after a lost connection, it finds
+        ``/controller`` its own if the first run won it, and gives it up to stand again."""
+        return await self._retry(self._stand)
+
+    async def _stand(self) -> Takeover | None:
         outcome = await try_to_elect(self.zk, self.broker_id)
         if isinstance(outcome, Lost) and outcome.controller_id == self.broker_id:
             # /controller is this broker's, left from before it resigned (its session
@@ -106,10 +126,16 @@ class ControllerZkClient:
 
     async def watch_controller(self) -> bool:
         """Hear when ``/controller`` goes; False if it is gone already."""
-        return await self.zk.exists(CONTROLLER, watch=True) is not None
+        stat = await self._retry(
+            functools.partial(self.zk.exists, CONTROLLER, watch=True)
+        )
+        return stat is not None
 
     async def release(self) -> None:
         """Delete ``/controller`` if it is still this broker's (this session's)."""
+        await self._retry(self._release)
+
+    async def _release(self) -> None:
         try:
             _, stat = await self.zk.get(CONTROLLER)
             if stat.ephemeral_owner == self.zk.session_id:
@@ -121,12 +147,26 @@ class ControllerZkClient:
 
     async def read_all(self) -> ZkCluster:
         """Everything again, every watch set again (after a lost connection)."""
+        return await self._retry(self._read_all)
+
+    async def _read_all(self) -> ZkCluster:
         await self.zk.exists(CONTROLLER, watch=True)
         return await read_cluster(self.zk, watch=True)
 
     async def read_brokers(self) -> dict[int, LiveBroker]:
         """``/brokers/ids`` changed: who is registered now."""
-        return await read_brokers(self.zk)
+        return await self._retry(functools.partial(read_brokers, self.zk))
+
+    async def read_topic_config(self, topic: str) -> dict[str, str]:
+        """A change notification named ``topic``: its config now."""
+        read = await self._retry(
+            functools.partial(read_topic_configs, self.zk, [topic])
+        )
+        return read[topic]
+
+    async def read_broker_config(self, name: str) -> dict[str, str]:
+        """A change notification named a broker's config (``""`` for the default)."""
+        return await self._retry(functools.partial(read_broker_config, self.zk, name))
 
     async def read_topic_change(
         self, known: Mapping[str, TopicAssignment], path: str
@@ -134,6 +174,13 @@ class ControllerZkClient:
         """The topic list, or the topic at ``path``, changed: the assignments of the
         topics the controller does not know yet and of the one rewritten (partitions
         added), and their configs."""
+        return await self._retry(
+            functools.partial(self._read_topic_change, known, path)
+        )
+
+    async def _read_topic_change(
+        self, known: Mapping[str, TopicAssignment], path: str
+    ) -> tuple[dict[str, TopicAssignment], dict[str, dict[str, str]]]:
         names = await self.zk.get_children(TOPICS, watch=True)
         wanted = [n for n in names if n not in known]
         changed = path.removeprefix(TOPICS + "/")
@@ -146,26 +193,29 @@ class ControllerZkClient:
 
     async def read_deletions(self) -> list[str]:
         """``/admin/delete_topics`` changed: the topics listed for deletion now."""
-        return await self.zk.get_children(DELETE_TOPICS, watch=True)
+        return await self._retry(
+            functools.partial(self.zk.get_children, DELETE_TOPICS, watch=True)
+        )
 
     # --- writing ------------------------------------------------------------------------------
 
     async def write(self, writes: Sequence[Op]) -> None:
         """One event's writes, fenced by the controller epoch; ControllerMovedError if
-        another controller has written since this one won."""
+        another controller has written since this one won. A transaction that fails on
+        a lost connection is sent again once connected (:meth:`_retry`)."""
         # At most MAX_OPS writes a transaction: ZooKeeper refuses a request over
         # jute.maxbuffer (1 MB), and a failover of thousands of partitions writes each
         # one's state. Every chunk carries the epoch check; Kafka, too, fences each
         # write and not a whole event at once.
         for start in range(0, len(writes), MAX_OPS):
             chunk = writes[start : start + MAX_OPS]
+            fenced = [Check(CONTROLLER_EPOCH, self.epoch_version), *chunk]
             try:
-                await self.zk.transaction(
-                    [Check(CONTROLLER_EPOCH, self.epoch_version), *chunk]
-                )
+                await self._retry(functools.partial(self.zk.transaction, fenced))
             except (BadVersionError, NodeExistsError, NoNodeError) as exc:
                 # The epoch check failed (another controller was elected), or a znode is
-                # not as this controller left it (another controller wrote it).
+                # not as this controller left it (another controller wrote it, or this
+                # one did, in an attempt whose answer a lost connection took).
                 raise ControllerMovedError(
                     f"a write failed ({type(exc).__name__}): {exc}"
                 ) from exc
