@@ -6,7 +6,9 @@
 - creating a znode that exists fails (how a controller election is won by one broker);
 - a conditional write over a stale version fails (KIP-497's ISR updates);
 - a watch fires once, on the client's single event channel, and the event names the path;
-- a server that goes away is seen as a suspended session.
+- a server that goes away is seen as a suspended session;
+- a request that loses its connection is run again once connected, in the same session,
+  and waits no longer than the session's timeout (Kafka's retryRequestsUntilConnected).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from contextlib import asynccontextmanager
 import attrs
 import pytest
 import trio
+from kazoo.exceptions import ConnectionLoss, SessionExpiredError
 
 from minikafka.zk import (
     SESSION_SUSPENDED,
@@ -40,10 +43,11 @@ from minikafka.zk import (
     encode_topic_config,
     read_cluster,
     register_broker,
+    retry_until_connected,
     try_to_elect,
 )
 from minikafka.zk._client import _connect_string
-from minikafka.zk.testing import needs_zookeeper
+from minikafka.zk.testing import drop_connection, needs_zookeeper
 
 pytestmark = [
     pytest.mark.external,
@@ -148,6 +152,39 @@ async def test_a_server_going_away_suspends_the_session(
         # ZooKeeper mode's owner keeps its role until it hears LOST.
         suspended = await next_event(client, SessionChanged, SESSION_SUSPENDED)
         assert suspended == SessionChanged(SESSION_SUSPENDED)
+
+
+async def test_a_request_that_loses_its_connection_is_run_again_once_connected(
+    zookeeper: ZooKeeperServer,
+) -> None:
+    async with connected(zookeeper) as client:
+        sessions: list[int] = []
+
+        async def request() -> object:
+            sessions.append(client.session)
+            if len(sessions) == 1:
+                # in flight when the connection drops
+                drop_connection(client)
+                await next_event(client, SessionChanged, SESSION_SUSPENDED)
+                raise ConnectionLoss()
+            return await client.exists("/")
+
+        assert await retry_until_connected(client, request) is not None
+        assert sessions == [0, 0]
+
+
+async def test_a_request_waits_for_its_connection_no_longer_than_the_session(
+    zookeeper: ZooKeeperServer,
+) -> None:
+    """ZooKeeper expires a session it has not heard from for its timeout: a request
+    that has waited that long for a connection gives up, as the session's end."""
+    async with connected(zookeeper) as client:
+        zookeeper.kill()
+        await next_event(client, SessionChanged, SESSION_SUSPENDED)
+        started = trio.current_time()
+        with trio.fail_after(DEADLINE), pytest.raises(SessionExpiredError):
+            await retry_until_connected(client, lambda: client.exists("/"))
+        assert trio.current_time() - started >= client.session_timeout * 0.9
 
 
 def test_a_connect_waits_a_third_of_the_session_timeout_for_one_server() -> None:

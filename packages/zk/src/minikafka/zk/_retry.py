@@ -28,19 +28,19 @@ _logger = logging.getLogger("minikafka.zk")
 
 
 async def retry_until_connected(zk: ZkClient, request: Callable[[], Awaitable[T]]) -> T:
-    """Run ``request`` (one or more calls on ``zk``) until it is done; each time it fails
-    on a lost connection (kazoo's ``ConnectionLoss``), wait for the connection to come
-    back and run it again, as Kafka's ``retryRequestsUntilConnected`` does.
+    """Run ``request`` (one or more calls on ``zk``) until it is done; each time it
+    fails on a lost connection (kazoo's ``ConnectionLoss``), wait for the connection
+    to come back and run it again, as Kafka's ``retryRequestsUntilConnected`` does.
 
     The wait is bounded by the session the request began in: if that session ends
     (kazoo's ``LOST``), or no connection comes back within its timeout, kazoo's
-    ``SessionExpiredError`` is raised (:meth:`~ZkClient.wait_until_connected`). A request
-    started while the connection is lost (kazoo's ``SUSPENDED``) waits the same way before
-    it is sent. Any other error is ``request``'s own, raised as it comes.
+    ``SessionExpiredError`` is raised (:meth:`~ZkClient.wait_until_connected`). A
+    request started while the connection is lost (kazoo's ``SUSPENDED``) waits the
+    same way before it is sent. Any other error is ``request``'s own.
 
-    ``request`` must bear running again: a read does; a write that ZooKeeper applied just
-    before the connection dropped fails the second time over the versions it changed,
-    which the caller meets as it meets anyone else's write.
+    ``request`` must bear running again: a read does; a write that ZooKeeper applied
+    just before the connection dropped fails the second time, over the versions it
+    changed, and its caller meets that as it meets anyone else's write.
     """
     session = zk.session
     while True:
