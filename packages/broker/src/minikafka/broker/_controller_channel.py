@@ -22,8 +22,9 @@ of the voters, the leader its own Raft node knows of; while none is known, the n
 voter after one that failed to answer. A request that voter did not answer (the
 connection dropped, or it said NOT_CONTROLLER) goes again to the next one named, until
 Kafka's forwarding timeout (:mod:`._controller_retry`), so a client never hears
-NOT_CONTROLLER from a broker; the broker's heartbeats get one attempt each, their loop
-sends the next.
+NOT_CONTROLLER from a broker; the broker's heartbeats get one attempt each, bounded by
+half ``broker.session.timeout.ms`` (:attr:`RemoteController.lifecycle_timeout`), and
+their loop sends the next.
 
 Kafka wraps a client's admin request in an Envelope with the client's principal; there
 is no authorization here, so the broker sends the request itself, in the newest version
