@@ -20,7 +20,8 @@ One :meth:`LocalCluster.step` is what the shells do concurrently on a real clust
    broker's shell batches them).
 
 :meth:`kill` stops a broker cold (no heartbeat, no fetch, nobody can fetch from it; its
-logs stay on disk); :meth:`restart` opens its log directory again, as a new incarnation.
+logs stay on disk); :meth:`restart` opens its log directory again, as a new incarnation,
+after a clean shutdown or as after SIGKILL (``clean=False``: the logs are recovered).
 The tests that prove what replication promises under such failures run on this, seeded,
 and so does the book's chapter on replication across brokers.
 """
@@ -111,11 +112,14 @@ class LocalCluster:
         min_insync_replicas: int = 1,
         broker_session_timeout_ms: int = 9000,
         replica_lag_time_max_ms: int = 30_000,
+        log_config: LogConfig | None = None,
     ) -> LocalCluster:
+        """``log_config``: every partition's (small segments make rolls, and the
+        producer snapshots they write, happen within a test)."""
         config = ControllerConfig(broker_session_timeout_ms=broker_session_timeout_ms)
         harness = ControllerHarness.start(config, seed=seed)
         harness.add_brokers(broker_ids)
-        settings = TopicSettings(LogConfig(), min_insync_replicas)
+        settings = TopicSettings(log_config or LogConfig(), min_insync_replicas)
         brokers = {
             b: _open_broker(root / f"broker-{b}", b, settings) for b in broker_ids
         }
@@ -150,18 +154,25 @@ class LocalCluster:
     ) -> int | None:
         """Send one batch to the partition's leader; the request id, or None if there is
         no live leader to take it (a client would retry after a metadata refresh)."""
-        leader = self.leader_of(tp)
-        broker = self.brokers.get(leader)
+        records = make_records([(None, v) for v in values], timestamp_ms=0)
+        return self.produce_batch(tp, build_batch(records), acks)
+
+    def produce_batch(
+        self, tp: TopicPartition, batch: bytes, acks: Acks = Acks.ALL
+    ) -> int | None:
+        """Send ``batch`` as it is on the wire (an idempotent producer's, sent again
+        to retry it) to the partition's leader: the request id, or None as
+        :meth:`produce`."""
+        broker = self.brokers.get(self.leader_of(tp))
         if broker is None or not broker.alive:
             return None
         request_id = self._next_request_id
         self._next_request_id += 1
-        records = make_records([(None, v) for v in values], timestamp_ms=0)
-        batch = bytearray(build_batch(records))
+        # A copy: the leader writes the offsets into the buffer it is given.
         self._collect(
             broker,
             broker.manager.append_records(
-                30_000, acks, {tp: batch}, request_id, self.now
+                30_000, acks, {tp: bytearray(batch)}, request_id, self.now
             ),
         )
         return request_id
@@ -223,11 +234,20 @@ class LocalCluster:
         self._publish()
         self.kill(broker_id)
 
-    def restart(self, broker_id: int) -> None:
+    def restart(self, broker_id: int, *, clean: bool = True) -> None:
         """Open the broker's log directory again, as a new incarnation that registers,
-        replays the whole metadata and follows or leads what it says."""
+        replays the whole metadata and follows or leads what it says.
+
+        ``clean=False``: the broker was SIGKILLed. What it wrote is in the files (the
+        page cache keeps it), but no flush, checkpoint, producer snapshot or
+        clean-shutdown marker was written since: the start recovers the logs.
+        """
         old = self.brokers[broker_id]
-        old.manager.log_manager.shutdown()
+        if clean:
+            old.manager.log_manager.shutdown()
+        else:
+            for log in old.manager.log_manager.logs.values():
+                log.close_handlers()
         self.brokers[broker_id] = _open_broker(old.dir, broker_id, self.settings)
         # A new incarnation id each start (seeded: the run is deterministic).
         self._next_request_id += 1
