@@ -261,6 +261,10 @@ def test_kafka_python_alters_a_topics_configs_both_ways(
 ) -> None:
     topic = "zk-cfg-kafka-python"
     create_topic(cluster, topic, 1)
+    # kafka-python describes the topic first, on any broker, and refuses keys the
+    # answer lacks ("Unrecognized configs"): a broker that has not had the topic's
+    # UpdateMetadata yet answers UNKNOWN_TOPIC_OR_PARTITION, as Kafka's does.
+    on_every_broker(cluster, topic, {"retention.ms": ("604800000", DEFAULT)})
     client = KafkaAdminClient(bootstrap_servers=cluster.bootstrap)
     try:
         resource = KpConfigResource(
