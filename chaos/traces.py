@@ -19,7 +19,11 @@ The rules:
 
 - ``two_leaders``: two brokers became leader of one partition at the same leader epoch,
   or the controller chose two leaders for one epoch (KIP-101's epochs exist to make a
-  leader unique per epoch).
+  leader unique per epoch). A KRaft controller's choice counts only while no other voter
+  has become the quorum's leader since it did: one made after that, by a leader deposed
+  without knowing it yet (paused, or cut off until check-quorum resigns it), can never
+  be committed (Raft truncates an old epoch's entries the new leader lacks), and no
+  broker acts on it.
 - ``two_controllers``: two voters were the quorum's leader in one Raft epoch (KIP-595),
   or two brokers won ``/controller`` at one controller epoch.
 - ``empty_isr_ack``: a leader moved its high watermark while its ISR was empty, or a
@@ -138,9 +142,30 @@ class _Incarnations:
         return bisect.bisect_right(self._starts.get(tp, []), ts)
 
 
+class _QuorumLeaders:
+    """When each voter became the KRaft quorum's leader (``raft.state_change`` to
+    Leader), to tell a controller's decision from a deposed one's."""
+
+    def __init__(self, records: Sequence[Record]) -> None:
+        became = sorted(
+            (_envelope(r).ts, _int(r, "node"))
+            for r in records
+            if _kind(r) == "raft.state_change" and r.get("new") == "Leader"
+        )
+        self._times = [ts for ts, _ in became]
+        self._nodes = [node for _, node in became]
+
+    def deposed(self, node: int, ts: float) -> bool:
+        """Whether another voter became the leader after ``node`` last did, by ``ts``
+        (False where no voter's Raft is traced: ZooKeeper mode's one controller)."""
+        latest = bisect.bisect_right(self._times, ts) - 1
+        return latest >= 0 and self._nodes[latest] != node
+
+
 def _two_leaders(
     records: Sequence[Record], incarnations: _Incarnations
 ) -> list[TraceAnomaly]:
+    quorum = _QuorumLeaders(records)
     leaders: defaultdict[
         tuple[str, TopicPartition, int, int], defaultdict[int, list[TraceEvent]]
     ] = defaultdict(lambda: defaultdict(list))
@@ -152,6 +177,8 @@ def _two_leaders(
             leader = _int(record, "leader")
             if leader < 0:  # no replica may lead: the partition went offline
                 continue
+            if quorum.deposed(_int(record, "node"), _envelope(record).ts):
+                continue  # never committed: a newer quorum leader was elected
         else:
             continue
         event = _envelope(record)

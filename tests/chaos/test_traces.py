@@ -24,11 +24,17 @@ def line(event: TraceEvent, ts: float, node: int) -> dict[str, object]:
 
 
 def elected(
-    ts: float, leader: int, epoch: int, isr: tuple[int, ...], reason: str
+    ts: float,
+    leader: int,
+    epoch: int,
+    isr: tuple[int, ...],
+    reason: str,
+    controller: int = 3001,
 ) -> dict[str, object]:
+    """``controller``: the voter that chose (the quorum's second leader by default)."""
     previous = -1 if reason == "new_partition" else 1
     event = PartitionLeaderElected("t", 0, leader, previous, epoch, isr, reason)
-    return line(event, ts, 0)
+    return line(event, ts, controller)
 
 
 def leads(ts: float, node: int, epoch: int, isr: tuple[int, ...]) -> dict[str, object]:
@@ -45,7 +51,7 @@ def clean_failover() -> list[dict[str, object]]:
     then broker 1 rejoins the ISR; one Raft leader per epoch."""
     return [
         raft_leader(0.5, 3000, 1),
-        elected(1.0, 1, 0, (1, 2, 3), "new_partition"),
+        elected(1.0, 1, 0, (1, 2, 3), "new_partition", controller=3000),
         leads(1.1, 1, 0, (1, 2, 3)),
         line(HighWatermarkAdvanced("t", 0, 0, 5, 0), 1.5, 1),
         raft_leader(1.8, 3001, 2),
@@ -92,6 +98,14 @@ def test_the_controller_electing_two_leaders_for_one_epoch_is_found() -> None:
     [anomaly] = check_traces(records)
     assert anomaly.kind == "two_leaders"
     assert "elected by the controller" in anomaly.detail
+
+
+def test_a_deposed_controllers_choice_at_a_taken_epoch_is_not_an_anomaly() -> None:
+    """The first quorum leader, paused through the second's election, wakes and fences
+    broker 2 at epoch 1 before check-quorum resigns it: a choice never committed (Raft
+    drops an old epoch's entries the new leader lacks), which no broker acts on."""
+    records = [*clean_failover(), elected(2.5, 3, 1, (3,), "broker_fenced", 3000)]
+    assert check_traces(records) == []
 
 
 def test_a_recreated_topic_starts_its_leader_epochs_over() -> None:
