@@ -20,7 +20,7 @@ from pathlib import Path
 import attrs
 import pytest
 import trio
-from confluent_kafka import Consumer, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 from kio.schema.describe_cluster.v2.request import DescribeClusterRequest
@@ -94,13 +94,26 @@ def create_topic(
     partitions: int = 1,
     configs: Mapping[str, str] | None = None,
 ) -> None:
-    """An RF 3 topic, once every partition has its whole ISR."""
+    """An RF 3 topic, once every partition has its whole ISR. Sent again if librdkafka
+    dropped the broker it waited on (``_DESTROY_BROKER``: right after a cluster starts,
+    a broker may answer Metadata before its image lists every broker unfenced, and
+    librdkafka removes a broker a Metadata answer does not list); a topic the first
+    attempt created is then TOPIC_ALREADY_EXISTS."""
     client = admin(cluster)  # held until the answer: a collected client cancels it
-    futures = client.create_topics(
-        [NewTopic(name, partitions, 3, config=dict(configs or {}))],
-        operation_timeout=30,
-    )
-    futures[name].result(timeout=WAIT)
+    for attempt in range(3):
+        futures = client.create_topics(
+            [NewTopic(name, partitions, 3, config=dict(configs or {}))],
+            operation_timeout=30,
+        )
+        try:
+            futures[name].result(timeout=WAIT)
+            break
+        except KafkaException as exc:
+            code = exc.args[0].code()
+            if attempt > 0 and code == KafkaError.TOPIC_ALREADY_EXISTS:
+                break
+            if code != KafkaError._DESTROY_BROKER or attempt == 2:
+                raise
     for p in range(partitions):
         wait_for(in_sync(cluster, name, p), f"{name}-{p} in sync")
 
