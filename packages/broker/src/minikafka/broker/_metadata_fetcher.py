@@ -10,7 +10,7 @@ runs until cancelled.
 
 With several controllers it fetches from the quorum's leader: a voter that does not lead
 answers NOT_LEADER_OR_FOLLOWER (or FENCED_LEADER_EPOCH) naming the leader and its epoch,
-and the :class:`~minikafka.broker._controller_channel.ControllerLocator` it shares with
+and the :class:`~minikafka.broker._controller_locator.ControllerLocator` it shares with
 the broker's controller channel moves there; a voter that does not answer is skipped.
 """
 
@@ -39,7 +39,7 @@ from minikafka.controller import (
 from minikafka.net import ClientError, NetworkClient, Node
 
 from ._controller_apis import METADATA_TOPIC_ID
-from ._controller_channel import ControllerLocator
+from ._controller_locator import ControllerLocator
 
 SNAPSHOT_CHUNK_BYTES = 1024 * 1024
 
